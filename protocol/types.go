@@ -1,0 +1,298 @@
+package protocol
+
+import "encoding/json"
+
+// Host -> sidecar request methods.
+const (
+	MethodInitialize         = "initialize"
+	MethodInitialized        = "initialized"
+	MethodShutdown           = "shutdown"
+	MethodExit               = "exit"
+	MethodCancelRequest      = "$/cancelRequest"
+	MethodSessionOpen        = "session/open"
+	MethodSessionClose       = "session/close"
+	MethodToolsList          = "tools/list"
+	MethodToolsCall          = "tools/call"
+	MethodResourcesList      = "resources/list"
+	MethodResourceTemplates  = "resources/templates/list"
+	MethodResourcesRead      = "resources/read"
+	MethodResourcesDiscover  = "resources/discover"
+	MethodPromptsList        = "prompts/list"
+	MethodPromptsGet         = "prompts/get"
+	MethodCompletionComplete = "completion/complete"
+	MethodServersRefresh     = "servers/refresh"
+	MethodServersReconnect   = "servers/reconnect"
+	MethodServersStatus      = "servers/status"
+)
+
+// Sidecar -> host notifications and requests.
+const (
+	NotifyStartupStatus   = "mcp/startupStatus"
+	NotifyStartupComplete = "mcp/startupComplete"
+	NotifyToolsChanged    = "mcp/toolsChanged"
+	NotifyProgress        = "$/progress"
+	NotifyLog             = "mcp/log"
+	RequestElicit         = "mcp/elicit"
+	RequestRoots          = "mcp/roots"
+)
+
+// Server states as reported to the host.
+const (
+	StateStarting     = "starting"
+	StateReady        = "ready"
+	StateFailed       = "failed"
+	StateDormant      = "dormant"
+	StateDisabled     = "disabled"
+	StateCancelled    = "cancelled"
+	StateDisconnected = "disconnected"
+)
+
+// Catalog sources in tools/list.
+const (
+	CatalogLive   = "live"
+	CatalogCached = "cached"
+	CatalogNone   = "none"
+)
+
+// Startup statuses in mcp/startupStatus.
+const (
+	StatusStarting  = "starting"
+	StatusReady     = "ready"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Reasons in mcp/toolsChanged.
+const (
+	ReasonListChanged = "list_changed"
+	ReasonRefresh     = "refresh"
+	ReasonStartup     = "startup"
+)
+
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// HostCapabilities says what the host handles when a server asks.
+type HostCapabilities struct {
+	Elicitation bool `json:"elicitation,omitempty"`
+	Roots       bool `json:"roots,omitempty"`
+}
+
+type LauncherParams struct {
+	CodexExecutable string `json:"codexExecutable"`
+}
+
+// Limits lets the host tune the sidecar's bounds; zero means the default.
+type Limits struct {
+	MaxFrameBytes       int64 `json:"maxFrameBytes,omitempty"`
+	MaxToolNameBytes    int   `json:"maxToolNameBytes,omitempty"`
+	MaxConcurrentStarts int   `json:"maxConcurrentStarts,omitempty"`
+	RefreshCooldownMs   int64 `json:"refreshCooldownMs,omitempty"`
+}
+
+type InitializeParams struct {
+	ClientInfo   Implementation   `json:"clientInfo"`
+	Capabilities HostCapabilities `json:"capabilities"`
+	CacheDir     string           `json:"cacheDir,omitempty"`
+	ConfigFiles  []string         `json:"configFiles,omitempty"`
+	// Servers is kept raw so that config validation can name keys exactly.
+	Servers  json.RawMessage `json:"servers,omitempty"`
+	Features map[string]bool `json:"features,omitempty"`
+	Launcher *LauncherParams `json:"launcher,omitempty"`
+	Limits   *Limits         `json:"limits,omitempty"`
+}
+
+type LauncherStatus struct {
+	Status string `json:"status"` // "verified" or "unavailable"
+	Reason string `json:"reason,omitempty"`
+}
+
+type SidecarCapabilities struct {
+	Features []string `json:"features"`
+}
+
+type InitializeResult struct {
+	ServerInfo   Implementation      `json:"serverInfo"`
+	Capabilities SidecarCapabilities `json:"capabilities"`
+	Launcher     LauncherStatus      `json:"launcher"`
+	Servers      []string            `json:"servers"`
+}
+
+type SessionOpenParams struct {
+	SessionID string          `json:"sessionId,omitempty"`
+	Scope     json.RawMessage `json:"scope,omitempty"`
+	Cwd       string          `json:"cwd,omitempty"`
+	Servers   []string        `json:"servers,omitempty"`
+	Startup   string          `json:"startup,omitempty"` // "eager" or "lazy"
+}
+
+type ServerState struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+type SessionOpenResult struct {
+	SessionID string        `json:"sessionId"`
+	Servers   []ServerState `json:"servers"`
+}
+
+type SessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type ToolsListParams struct {
+	SessionID string   `json:"sessionId"`
+	Servers   []string `json:"servers,omitempty"`
+}
+
+// Tool is one entry of the session catalog. Schemas, annotations and _meta
+// are the bytes the server sent.
+type Tool struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	Tool         string          `json:"tool"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+}
+
+type ServerCatalog struct {
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Catalog string `json:"catalog"`
+	Stale   bool   `json:"stale,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+type ToolsListResult struct {
+	Tools   []Tool          `json:"tools"`
+	Servers []ServerCatalog `json:"servers"`
+}
+
+type ToolsCallParams struct {
+	SessionID    string                     `json:"sessionId"`
+	Name         string                     `json:"name,omitempty"`
+	Server       string                     `json:"server,omitempty"`
+	Tool         string                     `json:"tool,omitempty"`
+	Arguments    json.RawMessage            `json:"arguments,omitempty"`
+	SandboxState json.RawMessage            `json:"sandboxState,omitempty"`
+	Meta         map[string]json.RawMessage `json:"meta,omitempty"`
+	TimeoutMs    int64                      `json:"timeoutMs,omitempty"`
+}
+
+// ServerRequestParams are the params of requests aimed at one server
+// (resources, prompts, refresh, reconnect). Extra MCP params are kept raw.
+type ServerRequestParams struct {
+	SessionID string `json:"sessionId"`
+	Server    string `json:"server"`
+	Cursor    string `json:"cursor,omitempty"`
+	All       bool   `json:"all,omitempty"`
+}
+
+type ResourcesReadParams struct {
+	SessionID string `json:"sessionId"`
+	Server    string `json:"server"`
+	URI       string `json:"uri"`
+}
+
+type ResourcesDiscoverParams struct {
+	SessionID string   `json:"sessionId"`
+	Server    string   `json:"server"`
+	MimeTypes []string `json:"mimeTypes,omitempty"`
+}
+
+type PromptsGetParams struct {
+	SessionID string            `json:"sessionId"`
+	Server    string            `json:"server"`
+	Name      string            `json:"name"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+type ReconnectResult struct {
+	State string `json:"state"`
+}
+
+type ServerStatus struct {
+	Name            string          `json:"name"`
+	State           string          `json:"state"`
+	Transport       string          `json:"transport"`
+	PID             int             `json:"pid,omitempty"`
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	StartedAt       string          `json:"startedAt,omitempty"`
+	Restarts        int             `json:"restarts"`
+	LastError       string          `json:"lastError,omitempty"`
+	Launcher        *LauncherStatus `json:"launcher,omitempty"`
+	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+}
+
+type ServersStatusResult struct {
+	Servers  []ServerStatus `json:"servers"`
+	Launcher LauncherStatus `json:"launcher"`
+}
+
+type StartupStatusParams struct {
+	SessionID string `json:"sessionId"`
+	Server    string `json:"server"`
+	Round     int    `json:"round"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+	Tools     *int   `json:"tools,omitempty"`
+}
+
+type FailedServer struct {
+	Server string `json:"server"`
+	Error  string `json:"error"`
+}
+
+type StartupCompleteParams struct {
+	SessionID string         `json:"sessionId"`
+	Round     int            `json:"round"`
+	Ready     []string       `json:"ready"`
+	Failed    []FailedServer `json:"failed"`
+	Cancelled []string       `json:"cancelled"`
+}
+
+type ToolsChangedParams struct {
+	SessionID string `json:"sessionId"`
+	Server    string `json:"server"`
+	Reason    string `json:"reason"`
+}
+
+type ProgressValue struct {
+	Progress float64  `json:"progress"`
+	Total    *float64 `json:"total,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}
+
+type ProgressParams struct {
+	Token json.RawMessage `json:"token"`
+	Value ProgressValue   `json:"value"`
+}
+
+type LogParams struct {
+	SessionID string          `json:"sessionId,omitempty"`
+	Server    string          `json:"server"`
+	Level     string          `json:"level"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type ElicitParams struct {
+	SessionID string          `json:"sessionId"`
+	Server    string          `json:"server"`
+	Params    json.RawMessage `json:"params"`
+}
+
+type RootsParams struct {
+	SessionID string `json:"sessionId"`
+	Server    string `json:"server"`
+}
+
+type CancelParams struct {
+	ID json.RawMessage `json:"id"`
+}
