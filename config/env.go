@@ -1,0 +1,150 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Lookup is an environment lookup: os.LookupEnv in production, a map in
+// tests.
+type Lookup func(key string) (string, bool)
+
+// MapLookup is a Lookup over a fixed map.
+func MapLookup(m map[string]string) Lookup {
+	return func(key string) (string, bool) {
+		v, ok := m[key]
+		return v, ok
+	}
+}
+
+// AllowedEnv returns the names of the sidecar's environment variables that
+// every stdio child inherits (a fresh slice on every call).
+func AllowedEnv() []string {
+	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+}
+
+// ChildEnv is the environment of a stdio child: the allowlist (AllowedEnv)
+// taken from env where set, then each name in env_vars taken from env where
+// set, then the explicit env map, which wins. Nothing else of the sidecar's
+// environment reaches the child, so credentials the sidecar holds (cloud
+// keys, tokens) are not handed to every server. The result is sorted
+// "KEY=VALUE" strings.
+func ChildEnv(c *ServerConfig, env Lookup) []string {
+	vars := make(map[string]string)
+	inherit := func(name string) {
+		if !validEnvName(name) {
+			return
+		}
+		if v, ok := env(name); ok {
+			vars[name] = v
+		}
+	}
+	for _, name := range AllowedEnv() {
+		inherit(name)
+	}
+	for _, name := range c.EnvVars {
+		inherit(name)
+	}
+	for name, v := range c.Env {
+		vars[name] = v
+	}
+	out := make([]string, 0, len(vars))
+	for name, v := range vars {
+		out = append(out, name+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// maxEnvFileSize bounds an envFile: it is read whole, and a path such as
+// /dev/zero must not hang or exhaust the sidecar.
+const maxEnvFileSize = 1 << 20
+
+// readEnvFile reads a dotenv-style file: KEY=VALUE lines, blank lines and
+// "#" comments, an optional "export " prefix, and values optionally wrapped
+// in matching single or double quotes (taken literally). Problems name the
+// file as display (the path as written, before expansion, which may have
+// inserted secret values) and the line, never its content.
+func readEnvFile(path, display string) (map[string]string, string) {
+	data, problem := readBounded(path, maxEnvFileSize)
+	if problem != "" {
+		return nil, strings.ReplaceAll(problem, path, display)
+	}
+	vars := make(map[string]string)
+	for i, line := range strings.Split(string(bytes.TrimPrefix(data, []byte("\uFEFF"))), "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		name, val, ok := strings.Cut(line, "=")
+		name = strings.TrimSpace(name)
+		if !ok || !validEnvName(name) || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Sprintf("%s: line %d is not KEY=VALUE", display, i+1)
+		}
+		val = strings.TrimSpace(val)
+		if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
+			val = val[1 : len(val)-1]
+		}
+		vars[name] = val
+	}
+	return vars, ""
+}
+
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, string) {
+	// Stat before opening: opening a FIFO would block.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Sprintf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Sprintf("%s is not a regular file", path)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Sprintf("%s is larger than %d bytes", path, limit)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+		return nil, describeOpenError(path, err)
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Sprintf("%s is larger than %d bytes", path, limit)
+	}
+	return buf.Bytes(), ""
+}
+
+// describeOpenError says why a file could not be read without repeating
+// the path twice (os errors embed it).
+func describeOpenError(path string, err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Sprintf("cannot read %s: %v", path, err)
+}
+
+// resolveAgainst makes p absolute against dir (which is absolute).
+func resolveAgainst(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

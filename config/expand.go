@@ -1,0 +1,138 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// syntax is the variable syntax of a file format.
+type syntax int
+
+const (
+	// syntaxNone: Codex config.toml and inline config have no expansion.
+	syntaxNone syntax = iota
+	// syntaxClaude: ${VAR} and ${VAR:-default} as Claude Code, plus the
+	// predefined variables Cursor resolves in the same files (${env:VAR},
+	// ${userHome}, ${workspaceFolder}, ...).
+	syntaxClaude
+	// syntaxVSCode: ${env:VAR}, ${userHome}, ${workspaceFolder}, ...;
+	// ${input:...} is refused and anything else is an error.
+	syntaxVSCode
+)
+
+// expander resolves variable references in the string values of one file.
+type expander struct {
+	syntax    syntax
+	env       Lookup
+	workspace string // absolute; see workspaceFolder
+}
+
+// workspaceFolder is the folder a JSON config file belongs to: the parent
+// of a .vscode or .cursor directory holding it, else the file's directory.
+func workspaceFolder(absPath string) string {
+	dir := filepath.Dir(absPath)
+	switch filepath.Base(dir) {
+	case ".vscode", ".cursor":
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// expand resolves the references in s. A non-empty problem describes the
+// first reference that could not be resolved; it names variables, never
+// their values.
+func (x *expander) expand(s string) (out string, problem string) {
+	if x == nil || x.syntax == syntaxNone || !strings.Contains(s, "${") {
+		return s, ""
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), ""
+		}
+		j := strings.IndexByte(s[i+2:], '}')
+		if j < 0 {
+			// No closing brace: not a reference; keep the text as is.
+			b.WriteString(s)
+			return b.String(), ""
+		}
+		b.WriteString(s[:i])
+		ref := s[i+2 : i+2+j]
+		val, ok, problem := x.resolve(ref)
+		if problem != "" {
+			return "", problem
+		}
+		if ok {
+			b.WriteString(val)
+		} else {
+			b.WriteString(s[i : i+3+j])
+		}
+		s = s[i+3+j:]
+	}
+}
+
+// resolve resolves one reference (the text between "${" and "}"). ok is
+// false when the text is not a reference of this syntax and stays literal.
+func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
+	if name, isEnv := strings.CutPrefix(ref, "env:"); isEnv {
+		if v, set := x.env(name); set {
+			return v, true, ""
+		}
+		return "", false, fmt.Sprintf("environment variable %q (in ${%s}) is not set", name, ref)
+	}
+	if id, isInput := strings.CutPrefix(ref, "input:"); isInput {
+		return "", false, fmt.Sprintf("${input:%s} needs an interactive prompt, which mcp-sidecar cannot show; use ${env:VAR} and set the variable instead", id)
+	}
+	switch ref {
+	case "userHome":
+		home, set := x.env("HOME")
+		if !set || home == "" {
+			return "", false, "${userHome} is used but HOME is not set"
+		}
+		return home, true, ""
+	case "workspaceFolder":
+		return x.workspace, true, ""
+	case "workspaceFolderBasename":
+		return filepath.Base(x.workspace), true, ""
+	case "pathSeparator", "/":
+		return string(filepath.Separator), true, ""
+	}
+	if x.syntax == syntaxVSCode {
+		return "", false, fmt.Sprintf("unsupported variable ${%s}; mcp-sidecar resolves ${env:VAR}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename} and ${pathSeparator}", ref)
+	}
+	// Claude Code: ${VAR} and ${VAR:-default}.
+	name, def, hasDefault := strings.Cut(ref, ":-")
+	if !isShellName(name) {
+		return "", false, "" // not a reference: Claude Code keeps such text literally
+	}
+	v, set := x.env(name)
+	if hasDefault {
+		if !set || v == "" {
+			return def, true, ""
+		}
+		return v, true, ""
+	}
+	if !set {
+		return "", false, fmt.Sprintf("environment variable %q is not set (write ${%s:-default} to give a default)", name, name)
+	}
+	return v, true, ""
+}
+
+// isShellName reports whether s is a POSIX shell variable name.
+func isShellName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', 'A' <= r && r <= 'Z', 'a' <= r && r <= 'z':
+		case '0' <= r && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
