@@ -1,0 +1,327 @@
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+)
+
+// CacheVersion is the schema version of cache files. It is part of each
+// file's name and of its content; a file of another version is never used.
+const CacheVersion = 1
+
+// DefaultMaxCacheBytes bounds one cache file (4,096 tools of 8 KiB each
+// would be 32 MiB).
+const DefaultMaxCacheBytes = 32 << 20
+
+// ErrCorrupt is matched (errors.Is) by Load's error for a cache file that
+// exists but cannot be used: not JSON, truncated, oversized, of another
+// version or another scope, or failing its checksum. Callers report it once
+// and replace the file (Store overwrites it; Remove deletes it).
+var ErrCorrupt = errors.New("catalog cache file is unusable")
+
+// CacheEntry is the cached catalog of one server in one discovery scope:
+// the raw tool definitions as the server listed them, before filters.
+type CacheEntry struct {
+	Version  int
+	Server   string
+	ScopeKey string
+	ListedAt time.Time
+	Tools    []json.RawMessage
+}
+
+// DiskCache stores catalogs on disk, one file per discovery scope, named by
+// the scope key and CacheVersion. Files hold tool definitions and digests
+// only: ScopeKey never contains a secret. The zero value is not usable: set
+// Dir (see DefaultCacheDir).
+//
+// Store is atomic (temp file in Dir, fsync, rename), so concurrent writers,
+// in one process or many, never leave a torn file, and a reader sees either
+// the old entry or the new one.
+type DiskCache struct {
+	Dir string
+	// MaxBytes bounds a cache file; 0 means DefaultMaxCacheBytes.
+	MaxBytes int64
+}
+
+// DefaultCacheDir is $XDG_CACHE_HOME/mcp-sidecar, or $HOME/.cache/mcp-sidecar
+// when XDG_CACHE_HOME is unset or relative (as the XDG spec says to ignore
+// a relative value).
+func DefaultCacheDir(env config.Lookup) (string, error) {
+	get := func(k string) string {
+		if env == nil {
+			return ""
+		}
+		v, _ := env(k)
+		return v
+	}
+	if x := get("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "mcp-sidecar"), nil
+	}
+	if h := get("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "mcp-sidecar"), nil
+	}
+	return "", errors.New("catalog cache: no cache directory: neither XDG_CACHE_HOME nor HOME is an absolute path")
+}
+
+func (c *DiskCache) maxBytes() int64 {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return DefaultMaxCacheBytes
+}
+
+// path is the file of key. Keys are hex (ScopeKey's form): anything else
+// could name a path outside Dir.
+func (c *DiskCache) path(key string) (string, error) {
+	if c.Dir == "" {
+		return "", errors.New("catalog cache: no directory configured")
+	}
+	if key == "" || len(key) > 128 {
+		return "", fmt.Errorf("catalog cache: invalid key %q: want 1-128 hex digits", key)
+	}
+	for i := 0; i < len(key); i++ {
+		if !('0' <= key[i] && key[i] <= '9' || 'a' <= key[i] && key[i] <= 'f') {
+			return "", fmt.Errorf("catalog cache: invalid key %q: want 1-128 hex digits", key)
+		}
+	}
+	return filepath.Join(c.Dir, fmt.Sprintf("tools-v%d-%s.json", CacheVersion, key)), nil
+}
+
+// Load reads the entry of key. A missing file is (nil, nil). A file that
+// exists but cannot be used (including one writable by group or others) is
+// an error matching ErrCorrupt, naming the file and saying why. Other errors (permissions, I/O) are returned as they are.
+func (c *DiskCache) Load(key string) (*CacheEntry, error) {
+	p, err := c.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog cache: %w", err)
+	}
+	defer f.Close()
+	// A file others can write could feed a session tools nobody listed.
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o022 != 0 {
+		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("writable by group or others (mode %o)", st.Mode().Perm())}
+	}
+	limit := c.maxBytes()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("catalog cache: read %s: %w", p, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("larger than %d bytes", limit)}
+	}
+	e, err := decodeEntry(data, key)
+	if err != nil {
+		return nil, &CorruptError{Path: p, Reason: err.Error()}
+	}
+	return e, nil
+}
+
+// CorruptError says why a cache file is unusable. It matches ErrCorrupt.
+type CorruptError struct {
+	Path   string
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("catalog cache: %s is unusable: %s", e.Path, e.Reason)
+}
+
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// fileEntry is the on-disk form. Sum is the SHA-256 of the tools, each
+// length-prefixed, as stored: it catches damage that still parses.
+type fileEntry struct {
+	Version  *int              `json:"version"`
+	Server   string            `json:"server"`
+	ScopeKey string            `json:"scopeKey"`
+	ListedAt time.Time         `json:"listedAt"`
+	Sum      string            `json:"toolsSha256"`
+	Tools    []json.RawMessage `json:"tools"`
+}
+
+func toolsSum(tools []json.RawMessage) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, t := range tools {
+		binary.BigEndian.PutUint64(n[:], uint64(len(t)))
+		h.Write(n[:])
+		h.Write(t)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// decodeEntry parses and checks a cache file's bytes for key. It must not
+// panic on any input (FuzzDiskCacheDecode).
+func decodeEntry(data []byte, key string) (*CacheEntry, error) {
+	var fe fileEntry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&fe); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errors.New("truncated")
+		}
+		return nil, fmt.Errorf("not a cache entry: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the entry")
+	}
+	switch {
+	case fe.Version == nil:
+		return nil, errors.New("no version")
+	case *fe.Version != CacheVersion:
+		return nil, fmt.Errorf("version %d, want %d", *fe.Version, CacheVersion)
+	case fe.ScopeKey != key:
+		return nil, fmt.Errorf("entry of scope %q, want %q", fe.ScopeKey, key)
+	case fe.Server == "":
+		return nil, errors.New("no server")
+	case fe.Tools == nil:
+		return nil, errors.New("no tools")
+	case fe.Sum != toolsSum(fe.Tools):
+		return nil, errors.New("tools checksum mismatch")
+	}
+	for i, t := range fe.Tools {
+		if kind(t) != '{' {
+			return nil, fmt.Errorf("tool #%d is not an object", i)
+		}
+	}
+	return &CacheEntry{
+		Version:  *fe.Version,
+		Server:   fe.Server,
+		ScopeKey: fe.ScopeKey,
+		ListedAt: fe.ListedAt,
+		Tools:    fe.Tools,
+	}, nil
+}
+
+// encodeEntry writes the entry with each tool's bytes verbatim: going
+// through json.Marshal would compact them and escape <, > and &.
+func encodeEntry(e *CacheEntry, key string) ([]byte, error) {
+	// Surrounding whitespace is trimmed because decoding drops it, and the
+	// checksum must be over what a reader will see.
+	tools := make([]json.RawMessage, len(e.Tools))
+	for i, t := range e.Tools {
+		if !json.Valid(t) || kind(t) != '{' {
+			return nil, fmt.Errorf("tool #%d is not a JSON object", i)
+		}
+		tools[i] = bytes.TrimSpace(t)
+	}
+	head, err := json.Marshal(fileEntry{
+		Version:  new(int(CacheVersion)),
+		Server:   e.Server,
+		ScopeKey: key,
+		ListedAt: e.ListedAt,
+		Sum:      toolsSum(tools),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// head ends in `"tools":null}`; replace that with the verbatim list.
+	const tail = `"tools":null}`
+	if !bytes.HasSuffix(head, []byte(tail)) {
+		return nil, errors.New("unexpected encoding of the entry header")
+	}
+	var b bytes.Buffer
+	b.Write(head[:len(head)-len(tail)])
+	b.WriteString(`"tools":[`)
+	for i, t := range tools {
+		if i > 0 {
+			b.WriteString(",\n")
+		} else {
+			b.WriteString("\n")
+		}
+		b.Write(t)
+	}
+	b.WriteString("\n]}\n")
+	return b.Bytes(), nil
+}
+
+// Store writes the entry of key atomically: a temp file in Dir, written,
+// fsynced and renamed over the old file. Dir is created 0700 when missing;
+// the file is 0600. e.Version is ignored (CacheVersion is written) and
+// e.ScopeKey must be key or empty.
+func (c *DiskCache) Store(key string, e *CacheEntry) error {
+	p, err := c.path(key)
+	if err != nil {
+		return err
+	}
+	if e == nil || e.Server == "" {
+		return fmt.Errorf("catalog cache: store %s: entry without server", p)
+	}
+	if e.ScopeKey != "" && e.ScopeKey != key {
+		return fmt.Errorf("catalog cache: store server %q: entry of scope %q under key %q", e.Server, e.ScopeKey, key)
+	}
+	data, err := encodeEntry(e, key)
+	if err != nil {
+		return fmt.Errorf("catalog cache: store server %q: %w", e.Server, err)
+	}
+	if int64(len(data)) > c.maxBytes() {
+		return fmt.Errorf("catalog cache: store server %q: entry of %d bytes exceeds the %d-byte limit", e.Server, len(data), c.maxBytes())
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("catalog cache: create directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(c.Dir, ".tmp-"+filepath.Base(p)+"-*")
+	if err != nil {
+		return fmt.Errorf("catalog cache: cannot write in %s: %w", c.Dir, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	// CreateTemp makes 0600 files; Chmod pins it should that ever change.
+	if err := tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("catalog cache: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("catalog cache: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("catalog cache: sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("catalog cache: close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("catalog cache: %w", err)
+	}
+	done = true
+	// Make the rename itself durable; a failure here loses at most the
+	// newest entry, which is only a cache.
+	if d, err := os.Open(c.Dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Remove deletes the entry of key; a missing entry is not an error.
+func (c *DiskCache) Remove(key string) error {
+	p, err := c.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("catalog cache: %w", err)
+	}
+	return nil
+}

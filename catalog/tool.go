@@ -1,0 +1,153 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// Tool is one tool of one server, kept as the bytes the server sent.
+type Tool struct {
+	Server    string
+	Name      string          // raw name: what goes back to the server
+	Qualified string          // mcp__<server>__<tool>, set by Qualify
+	Raw       json.RawMessage // the whole tool object as received
+
+	Title, Description string
+
+	// InputSchema, OutputSchema, Annotations and Meta are copies of the
+	// corresponding members of Raw, byte for byte; absent (or null) optional
+	// members are nil.
+	InputSchema, OutputSchema, Annotations, Meta json.RawMessage
+}
+
+// Wire is the tool as the host sees it in tools/list.
+func (t *Tool) Wire() protocol.Tool {
+	return protocol.Tool{
+		Name:         t.Qualified,
+		Server:       t.Server,
+		Tool:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations:  t.Annotations,
+		Meta:         t.Meta,
+	}
+}
+
+// wireTool is the decoding shape of an MCP tool. Every structured member is
+// kept raw: decoding a schema into Go maps would reorder its keys and round
+// its big numbers.
+type wireTool struct {
+	Name         *string         `json:"name"`
+	Title        json.RawMessage `json:"title"`
+	Description  json.RawMessage `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
+	Meta         json.RawMessage `json:"_meta"`
+}
+
+// ParseTools parses the raw tool items of one server, in the server's order.
+//
+// Every item must be an object with a non-empty string name and an object
+// inputSchema; title and description, when present, must be strings;
+// outputSchema, annotations and _meta, when present and not null, must be
+// objects. A name that appears twice in one server's list is an error naming
+// the tool: the raw name is how a call reaches the server, so two
+// definitions under one name would leave it ambiguous which one the model was
+// shown. Items are not modified: Raw aliases items[i].
+func ParseTools(server string, items []json.RawMessage) ([]Tool, error) {
+	tools := make([]Tool, 0, len(items))
+	seen := make(map[string]int, len(items))
+	for i, item := range items {
+		t, err := parseTool(server, item)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: tool #%d: %w", server, i, err)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return nil, fmt.Errorf("server %q: tool %q listed twice (#%d and #%d)", server, t.Name, j, i)
+		}
+		seen[t.Name] = i
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func parseTool(server string, item json.RawMessage) (Tool, error) {
+	if kind(item) != '{' {
+		return Tool{}, fmt.Errorf("not a JSON object")
+	}
+	var w wireTool
+	if err := json.Unmarshal(item, &w); err != nil {
+		return Tool{}, err
+	}
+	if w.Name == nil {
+		return Tool{}, fmt.Errorf("no name")
+	}
+	name := *w.Name
+	if name == "" {
+		return Tool{}, fmt.Errorf("empty name")
+	}
+	t := Tool{Server: server, Name: name, Raw: item}
+	var err error
+	if t.Title, err = optString(w.Title); err != nil {
+		return Tool{}, fmt.Errorf("tool %q: title: %w", name, err)
+	}
+	if t.Description, err = optString(w.Description); err != nil {
+		return Tool{}, fmt.Errorf("tool %q: description: %w", name, err)
+	}
+	if w.InputSchema == nil || kind(w.InputSchema) == 'n' {
+		return Tool{}, fmt.Errorf("tool %q: no inputSchema", name)
+	}
+	if kind(w.InputSchema) != '{' {
+		return Tool{}, fmt.Errorf("tool %q: inputSchema is not an object", name)
+	}
+	t.InputSchema = w.InputSchema
+	for _, m := range []struct {
+		key string
+		src json.RawMessage
+		dst *json.RawMessage
+	}{
+		{"outputSchema", w.OutputSchema, &t.OutputSchema},
+		{"annotations", w.Annotations, &t.Annotations},
+		{"_meta", w.Meta, &t.Meta},
+	} {
+		switch kind(m.src) {
+		case 0, 'n':
+			// absent or null: leave nil
+		case '{':
+			*m.dst = m.src
+		default:
+			return Tool{}, fmt.Errorf("tool %q: %s is not an object", name, m.key)
+		}
+	}
+	return t, nil
+}
+
+// optString decodes an optional string member; absent and null are "".
+func optString(raw json.RawMessage) (string, error) {
+	switch kind(raw) {
+	case 0, 'n':
+		return "", nil
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	default:
+		return "", fmt.Errorf("not a string")
+	}
+}
+
+// kind is the first significant byte of a JSON value: '{', '[', '"', 'n',
+// 't', 'f', a digit or '-'; 0 for no value.
+func kind(raw []byte) byte {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}

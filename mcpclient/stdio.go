@@ -1,0 +1,478 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+)
+
+// process is one stdio server: the child, its pipes, and the goroutines
+// that drain its stderr and reap it.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *onceCloser
+	stdout *lineReader
+	stderr *ring
+
+	stderrR    *os.File
+	stderrDone chan struct{} // the stderr reader has stopped
+
+	exited  chan struct{} // closed after cmd.Wait returned
+	waitErr error         // set before exited is closed
+}
+
+// startProcess spawns the configured command in its own process group with
+// the allowlisted environment. It owns the exec.Cmd rather than using
+// go-sdk's CommandTransport, which signals only the direct child and ends
+// the session on the first non-JSON line.
+func startProcess(opts *Options) (*process, error) {
+	cfg := opts.Config
+	dir := cfg.Cwd
+	if dir == "" {
+		dir = opts.FallbackCwd
+	}
+	if dir != "" {
+		fi, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("server %q: cwd %q does not exist", opts.Name, dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("server %q: cwd %q: %w", opts.Name, dir, describePathErr(err))
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("server %q: cwd %q is not a directory", opts.Name, dir)
+		}
+	}
+	lookup := opts.Env
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := config.ChildEnv(cfg, lookup)
+	path, err := resolveCommand(cfg.Command, envValue(env, "PATH"), dir)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
+	}
+
+	cmd := &exec.Cmd{
+		Path: path,
+		Args: append([]string{cfg.Command}, cfg.Args...),
+		Dir:  dir,
+		Env:  env,
+		// The pipes are *os.File, so there are no copying goroutines; the
+		// delay only bounds Wait should that ever change.
+		WaitDelay: time.Second,
+	}
+	setProcessGroup(cmd)
+
+	var files []*os.File // every pipe end, closed on failure
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("server %q: starting %q: %w", opts.Name, cfg.Command, err)
+	}
+	// The child has its copies; ours of its ends would hide EOF.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p := &process{
+		name:       opts.Name,
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      &onceCloser{f: inW},
+		stderr:     &ring{max: opts.StderrBytes},
+		stderrR:    errR,
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	p.stdout = &lineReader{
+		f:       outR,
+		r:       bufio.NewReaderSize(outR, 64<<10),
+		max:     opts.MaxLineBytes,
+		skipped: opts.Handlers.SkippedLine,
+		logger:  opts.Logger,
+		server:  opts.Name,
+	}
+	go p.readStderr(opts.Handlers.StderrLine, opts.Logger)
+	go func() {
+		err := cmd.Wait()
+		p.waitErr = err
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// exitStatus describes how the process ended ("exit status 1",
+// "signal: killed"); "" while it runs.
+func (p *process) exitStatus() string {
+	select {
+	case <-p.exited:
+	default:
+		return ""
+	}
+	if st := p.cmd.ProcessState; st != nil {
+		return st.String()
+	}
+	if p.waitErr != nil {
+		return p.waitErr.Error()
+	}
+	return "exited"
+}
+
+// drainStderr waits, up to d, for the stderr reader to reach EOF so that a
+// crash report carries the server's last words.
+func (p *process) drainStderr(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
+	}
+}
+
+// stop ends the process group: EOF on stdin, then SIGTERM to the group,
+// then SIGKILL; it returns once the child is reaped and the rest of the
+// group is gone (or, for processes that escaped the group or linger as
+// unreaped zombies, after a last bounded wait).
+func (p *process) stop(closeGrace, termGrace time.Duration) {
+	p.stdin.Close()
+	if !waitClosed(p.exited, closeGrace) {
+		terminateGroup(p.pid)
+		if !waitClosed(p.exited, termGrace) {
+			killGroup(p.pid)
+			<-p.exited
+		}
+	}
+	// The leader is gone; its group may not be (a server behind sh or npx).
+	if groupAlive(p.pid) {
+		terminateGroup(p.pid)
+		if !pollUntil(func() bool { return !groupAlive(p.pid) }, termGrace) {
+			killGroup(p.pid)
+			pollUntil(func() bool { return !groupAlive(p.pid) }, time.Second)
+		}
+	}
+	p.drainStderr(100 * time.Millisecond)
+	p.stdout.Close()
+	p.stderrR.Close()
+	<-p.stderrDone
+}
+
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// pollUntil polls cond every 5 ms for at most d: a process group has no
+// event to wait on.
+func pollUntil(cond func() bool, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readStderr keeps the tail of the server's stderr and passes each line on.
+// Lines longer than the ring are cut into pieces rather than buffered.
+func (p *process) readStderr(onLine func(string), logger *slog.Logger) {
+	defer close(p.stderrDone)
+	r := bufio.NewReaderSize(p.stderrR, 16<<10)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			line := strings.TrimRight(string(chunk), "\r\n")
+			p.stderr.add(line)
+			logger.Debug("server stderr", "server", p.name, "line", line)
+			if onLine != nil {
+				onLine(line)
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// onceCloser closes the server's stdin once, whoever asks first (go-sdk on
+// session close, or stop).
+type onceCloser struct {
+	f    *os.File
+	once sync.Once
+	err  error
+}
+
+func (c *onceCloser) Write(b []byte) (int, error) { return c.f.Write(b) }
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.err = c.f.Close() })
+	return c.err
+}
+
+// lineReader is the server's stdout as go-sdk should see it: only lines
+// that are JSON objects (or batches). Anything else (banners, a stray
+// console.log) is reported and skipped, because one such line would
+// otherwise end the session.
+//
+// A line longer than max bytes is fatal when it starts like a JSON message
+// (a response that big is lost either way, and a clear "line too long"
+// beats a call that hangs until its timeout); any other over-long line is
+// dropped and reported.
+type lineReader struct {
+	f       *os.File
+	r       *bufio.Reader
+	max     int
+	skipped func(string)
+	logger  *slog.Logger
+	server  string
+
+	line    []byte // the line being assembled
+	pending []byte // the rest of an accepted line, not yet read by go-sdk
+
+	mu    sync.Mutex
+	fatal error
+
+	closeOnce sync.Once
+}
+
+// errLineTooLong wraps the fatal over-long line.
+var errLineTooLong = errors.New("line too long")
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	for len(l.pending) == 0 {
+		if err := l.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// next reads one line and queues it if it is JSON.
+func (l *lineReader) next() error {
+	l.line = l.line[:0]
+	oversized := false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if !oversized {
+			if len(l.line)+len(chunk) > l.max+1 { // +1: the newline
+				oversized = true
+				first := firstNonSpace(append(l.line, chunk...))
+				if first == '{' || first == '[' {
+					ferr := fmt.Errorf("%w: the server wrote a line of more than %d bytes on stdout", errLineTooLong, l.max)
+					l.mu.Lock()
+					l.fatal = ferr
+					l.mu.Unlock()
+					return ferr
+				}
+				l.report(fmt.Sprintf("%s... (non-JSON line of more than %d bytes dropped)", truncate(l.line, 200), l.max))
+			} else {
+				l.line = append(l.line, chunk...)
+			}
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if oversized || len(bytes.TrimSpace(l.line)) == 0 {
+			return err
+		}
+		break // a last line without a newline: judge it, then report err next time
+	}
+	if oversized {
+		return nil
+	}
+	line := bytes.TrimSpace(l.line)
+	if len(line) == 0 {
+		return nil
+	}
+	if (line[0] == '{' || line[0] == '[') && json.Valid(line) {
+		l.pending = append(line, '\n')
+		return nil
+	}
+	l.report(truncate(line, 4096))
+	return nil
+}
+
+func (l *lineReader) report(line string) {
+	l.logger.Warn("skipped a non-JSON line on the server's stdout", "server", l.server, "line", line)
+	if l.skipped != nil {
+		l.skipped(line)
+	}
+}
+
+// fatalErr is the reason the reader gave up, if it did.
+func (l *lineReader) fatalErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal
+}
+
+func (l *lineReader) Close() error {
+	var err error
+	l.closeOnce.Do(func() { err = l.f.Close() })
+	return err
+}
+
+func firstNonSpace(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}
+
+// ring keeps the last max bytes of stderr, cut at line boundaries.
+type ring struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (r *ring) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, line...)
+	r.buf = append(r.buf, '\n')
+	if len(r.buf) <= r.max {
+		return
+	}
+	cut := len(r.buf) - r.max
+	if i := bytes.IndexByte(r.buf[cut:], '\n'); i >= 0 && cut+i+1 < len(r.buf) {
+		cut += i + 1
+	}
+	r.buf = append(r.buf[:0:0], r.buf[cut:]...)
+}
+
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.TrimRight(string(r.buf), "\n")
+}
+
+// resolveCommand finds command the way the child's own PATH would, not the
+// sidecar's: env may set PATH for the server.
+func resolveCommand(command, pathEnv, dir string) (string, error) {
+	if command == "" {
+		return "", errors.New("no command configured")
+	}
+	if strings.ContainsRune(command, filepath.Separator) || strings.ContainsRune(command, '/') {
+		p := command
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("command %q: %w", command, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // a relative PATH entry would depend on the server's cwd
+		}
+		p := filepath.Join(d, command)
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in PATH", command)
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return describePathErr(err)
+	}
+	if fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	if fi.Mode()&0o111 == 0 {
+		return errors.New("is not executable")
+	}
+	return nil
+}
+
+func describePathErr(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("does not exist")
+	case errors.Is(err, fs.ErrPermission):
+		return errors.New("permission denied")
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+var _ io.ReadCloser = (*lineReader)(nil)

@@ -1,0 +1,140 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// clientOptions builds the MCP connection options of sc. Handlers run on
+// go-sdk's notification goroutine and must not block: they only forward
+// (writes to the host are short) or record.
+func (sc *serverConn) clientOptions() mcpclient.Options {
+	sess := sc.sess
+	srv := sess.srv
+	env := sess.env
+	opts := mcpclient.Options{
+		Name:        sc.name,
+		Config:      sc.cfg,
+		FallbackCwd: sess.fallbackCwd(sc.cfg),
+		Env:         srv.opts.Env,
+		ClientInfo:  &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
+		Elicitation: env.hostCaps.Elicitation,
+		Roots:       env.hostCaps.Roots,
+		Logger:      srv.logger.With("server", sc.name, "session", sess.id),
+	}
+	opts.Handlers = mcpclient.Handlers{
+		Progress: func(p *mcp.ProgressNotificationParams) {
+			sc.mu.Lock()
+			tok, ok := sc.progress[progressKeyOf(p.ProgressToken)]
+			sc.mu.Unlock()
+			if !ok {
+				return // not a token of a call in flight: never forward it
+			}
+			v := protocol.ProgressValue{Progress: p.Progress, Message: p.Message}
+			if p.Total != 0 {
+				total := p.Total
+				v.Total = &total
+			}
+			srv.notify(protocol.NotifyProgress, protocol.ProgressParams{Token: tok, Value: v})
+		},
+		Log: func(p *mcp.LoggingMessageParams) {
+			data, err := json.Marshal(p.Data)
+			if err != nil {
+				data = json.RawMessage(`null`)
+			}
+			srv.logServerRaw(sess.id, sc.name, string(p.Level), data)
+		},
+		StderrLine: func(line string) {
+			srv.logServer(sess.id, sc.name, "stderr", line)
+		},
+		SkippedLine: func(line string) {
+			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
+		},
+		ToolListChanged: sc.onToolListChanged,
+	}
+	if env.hostCaps.Elicitation {
+		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			var res json.RawMessage
+			err := srv.conn.Call(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params}, &res)
+			return res, err
+		}
+	}
+	if env.hostCaps.Roots {
+		opts.Handlers.ListRoots = func(ctx context.Context) (json.RawMessage, error) {
+			var res json.RawMessage
+			err := srv.conn.Call(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name}, &res)
+			return res, err
+		}
+	}
+	return opts
+}
+
+// logServer sends an mcp/log with a string payload.
+func (s *Server) logServer(sessionID, server, level, msg string) {
+	data, _ := json.Marshal(msg)
+	s.logServerRaw(sessionID, server, level, data)
+}
+
+// logServerRaw sends an mcp/log, rate-limited per server so that a server
+// flooding stderr or log notifications cannot flood the host.
+func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMessage) {
+	key := sessionID + "\x00" + server
+	allowed, dropped := s.logLimiter.allow(key, time.Now())
+	if !allowed {
+		return
+	}
+	if dropped > 0 {
+		note, _ := json.Marshal(fmt.Sprintf("%d log lines of server %q dropped (rate limit)", dropped, server))
+		s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: "warning", Data: note})
+	}
+	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, "data", string(data))
+	s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: level, Data: data})
+}
+
+// logLimiter is a token bucket per key.
+type logLimiter struct {
+	mu      sync.Mutex
+	rate    float64 // tokens per second
+	burst   float64
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens  float64
+	last    time.Time
+	dropped int
+}
+
+func newLogLimiter(rate, burst float64) *logLimiter {
+	return &logLimiter{rate: rate, burst: burst, buckets: map[string]*bucket{}}
+}
+
+// allow reports whether one more line may go out now, and how many were
+// dropped since the last one that went out.
+func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		b.dropped++
+		return false, 0
+	}
+	b.tokens--
+	d := b.dropped
+	b.dropped = 0
+	return true, d
+}

@@ -1,0 +1,271 @@
+package sidecar_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+)
+
+// serveEnv makes the re-executed test binary run the sidecar on stdio, so
+// process-level tests (exit, EOF, orphans) drive a real sidecar process.
+const serveEnv = "MCP_SIDECAR_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	fixture.Main()
+	if os.Getenv(serveEnv) == "1" {
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		os.Exit(sidecar.Serve(context.Background(), os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger}))
+	}
+	os.Exit(m.Run())
+}
+
+// testTimeout is a safety net for waits in tests, never the thing tested.
+const testTimeout = 30 * time.Second
+
+// harness is a host connected to an in-process sidecar over pipes.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	client *hostclient.Client
+	exit   chan int
+
+	mu    sync.Mutex
+	cond  *sync.Cond
+	notes []hostclient.Notification
+
+	// onRequest answers mcp/elicit and mcp/roots.
+	onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	t.Cleanup(cancel)
+	h := &harness{t: t, ctx: ctx, exit: make(chan int, 1)}
+	h.cond = sync.NewCond(&h.mu)
+	hostR, sidecarW := io.Pipe()
+	sidecarR, hostW := io.Pipe()
+	env := func(k string) (string, bool) {
+		switch k {
+		case "XDG_CACHE_HOME":
+			return "", false
+		}
+		return os.LookupEnv(k)
+	}
+	go func() {
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)})
+		sidecarW.Close()
+		sidecarR.Close()
+		h.exit <- code
+	}()
+	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
+		OnNotification: func(n hostclient.Notification) {
+			h.mu.Lock()
+			h.notes = append(h.notes, n)
+			h.cond.Broadcast()
+			h.mu.Unlock()
+		},
+		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			if h.onRequest == nil {
+				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
+			}
+			return h.onRequest(ctx, method, params)
+		},
+	})
+	t.Cleanup(func() {
+		h.client.Close()
+		select {
+		case <-h.exit:
+		case <-time.After(testTimeout):
+			t.Error("sidecar did not stop after the host closed its end")
+		}
+	})
+	return h
+}
+
+// initialize sends initialize with the given servers (and extra params).
+func (h *harness) initialize(servers map[string]*config.ServerConfig, extra map[string]any) protocol.InitializeResult {
+	h.t.Helper()
+	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.t.TempDir()}
+	for k, v := range extra {
+		params[k] = v
+	}
+	var res protocol.InitializeResult
+	if err := h.call(protocol.MethodInitialize, params, &res); err != nil {
+		h.t.Fatalf("initialize: %v", err)
+	}
+	_ = h.client.Notify(h.ctx, protocol.MethodInitialized, map[string]any{})
+	return res
+}
+
+func (h *harness) open(params map[string]any) protocol.SessionOpenResult {
+	h.t.Helper()
+	if params == nil {
+		params = map[string]any{}
+	}
+	var res protocol.SessionOpenResult
+	if err := h.call(protocol.MethodSessionOpen, params, &res); err != nil {
+		h.t.Fatalf("session/open: %v", err)
+	}
+	return res
+}
+
+func (h *harness) call(method string, params, result any) error {
+	ctx, cancel := context.WithTimeout(h.ctx, testTimeout)
+	defer cancel()
+	return h.client.Call(ctx, method, params, result)
+}
+
+// rpcError returns err as a JSON-RPC error with decoded data, or fails.
+func (h *harness) rpcError(err error) (*jsonrpc2.Error, protocol.ErrorData) {
+	h.t.Helper()
+	var je *jsonrpc2.Error
+	if !errors.As(err, &je) {
+		h.t.Fatalf("want a JSON-RPC error, got %v", err)
+	}
+	var data protocol.ErrorData
+	if je.Data != nil {
+		if err := json.Unmarshal(*je.Data, &data); err != nil {
+			h.t.Fatalf("error data %s: %v", *je.Data, err)
+		}
+	}
+	return je, data
+}
+
+// wantCode fails unless err is a JSON-RPC error with code and returns it.
+func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.ErrorData) {
+	h.t.Helper()
+	if err == nil {
+		h.t.Fatalf("want error %d, got success", code)
+	}
+	je, data := h.rpcError(err)
+	if je.Code != code {
+		h.t.Fatalf("want error code %d, got %d: %s (data %+v)", code, je.Code, je.Message, data)
+	}
+	if data.Kind == "" {
+		h.t.Errorf("error %d has no data.kind", code)
+	}
+	return je, data
+}
+
+// waitFor waits until a notification satisfying pred has arrived and
+// returns it.
+func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) hostclient.Notification {
+	h.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	stop := time.AfterFunc(testTimeout, func() {
+		h.mu.Lock()
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	})
+	defer stop.Stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		for _, n := range h.notes {
+			if pred(n) {
+				return n
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; got %d notifications: %s", what, len(h.notes), h.describeLocked())
+		}
+		h.cond.Wait()
+	}
+}
+
+func (h *harness) describeLocked() string {
+	var b strings.Builder
+	for _, n := range h.notes {
+		fmt.Fprintf(&b, "\n  %s %s", n.Method, n.Params)
+	}
+	return b.String()
+}
+
+func (h *harness) notifications() []hostclient.Notification {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hostclient.Notification(nil), h.notes...)
+}
+
+// waitComplete waits for mcp/startupComplete of round in session.
+func (h *harness) waitComplete(session string, round int) protocol.StartupCompleteParams {
+	h.t.Helper()
+	n := h.waitFor(fmt.Sprintf("startupComplete %s round %d", session, round), func(n hostclient.Notification) bool {
+		if n.Method != protocol.NotifyStartupComplete {
+			return false
+		}
+		var p protocol.StartupCompleteParams
+		return json.Unmarshal(n.Params, &p) == nil && p.SessionID == session && p.Round == round
+	})
+	var p protocol.StartupCompleteParams
+	_ = json.Unmarshal(n.Params, &p)
+	return p
+}
+
+func (h *harness) toolsList(session string) protocol.ToolsListResult {
+	h.t.Helper()
+	var res protocol.ToolsListResult
+	if err := h.call(protocol.MethodToolsList, map[string]any{"sessionId": session}, &res); err != nil {
+		h.t.Fatalf("tools/list: %v", err)
+	}
+	return res
+}
+
+func (h *harness) callTool(params map[string]any) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := h.call(protocol.MethodToolsCall, params, &res)
+	return res, err
+}
+
+// tool is a fixture tool with an inline definition.
+func tool(name, behavior string) fixture.ToolSpec {
+	return fixture.ToolSpec{Name: name, Behavior: behavior}
+}
+
+func rawTool(def string, behavior string) fixture.ToolSpec {
+	return fixture.ToolSpec{Def: json.RawMessage(def), Behavior: behavior}
+}
+
+func seconds(v float64) *float64 { return &v }
+
+func tempFile(t *testing.T, name string) string {
+	return filepath.Join(t.TempDir(), name)
+}
+
+// compact returns the compact form of a JSON text, for byte comparisons
+// that allow insignificant whitespace only.
+func compact(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	dec := json.NewDecoder(strings.NewReader(s))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatalf("compact %q: %v", s, err)
+	}
+	var buf = new(strings.Builder)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(raw); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString(strings.TrimSuffix(buf.String(), "\n"))
+	return b.String()
+}

@@ -1,0 +1,225 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// Feature names of initialize.features.
+const (
+	FeatureToolListChanged     = "mcp_tool_list_changed"
+	FeatureEarlyDiscovery      = "apps_early_resource_discovery"
+	FeatureLazyStdioStartup    = "mcp_lazy_stdio_startup"
+	FeatureShareStartupListing = "mcp_share_startup_listing" // on unless set false
+)
+
+var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
+
+const (
+	defaultMaxConcurrentStarts = 8
+	defaultToolNameBytes       = 64
+	defaultRefreshCooldown     = 2 * time.Second
+)
+
+// environment is what initialize established; it does not change afterwards.
+type environment struct {
+	servers      map[string]*config.ServerConfig
+	order        []string // server names, sorted
+	features     map[string]bool
+	hostCaps     protocol.HostCapabilities
+	launcher     launcherprobe.Result
+	maxNameBytes int
+	cooldown     time.Duration
+	startSem     *semaphore.Weighted
+	shared       *catalog.SharedListings
+	disk         *catalog.DiskCache
+}
+
+func (e *environment) feature(name string) bool {
+	if name == FeatureShareStartupListing {
+		v, set := e.features[name]
+		return !set || v
+	}
+	return e.features[name]
+}
+
+func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res result, err error) {
+	defer func() {
+		if err != nil {
+			s.mu.Lock()
+			s.initializing = false // the host may correct its config and try again
+			s.mu.Unlock()
+		}
+	}()
+	var p protocol.InitializeParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	servers, notes, err := config.Load(p.ConfigFiles, p.Servers, s.opts.Env)
+	if err != nil {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid server configuration: "+err.Error())
+	}
+	for _, n := range notes {
+		s.logger.Info("config", "note", n)
+	}
+	env := &environment{
+		servers:      servers,
+		features:     map[string]bool{},
+		hostCaps:     p.Capabilities,
+		maxNameBytes: defaultToolNameBytes,
+		cooldown:     defaultRefreshCooldown,
+		shared:       catalog.NewSharedListings(),
+	}
+	starts := int64(defaultMaxConcurrentStarts)
+	if l := p.Limits; l != nil {
+		if l.MaxToolNameBytes > 0 {
+			if l.MaxToolNameBytes < 16 {
+				return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "limits.maxToolNameBytes must be at least 16")
+			}
+			env.maxNameBytes = l.MaxToolNameBytes
+		}
+		if l.MaxConcurrentStarts > 0 {
+			starts = int64(l.MaxConcurrentStarts)
+		}
+		if l.RefreshCooldownMs > 0 {
+			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
+		}
+	}
+	env.startSem = semaphore.NewWeighted(starts)
+	for name, on := range p.Features {
+		if !slices.Contains(knownFeatures, name) {
+			s.logger.Warn("unknown feature ignored", "feature", name)
+			continue
+		}
+		env.features[name] = on
+	}
+	for name := range servers {
+		env.order = append(env.order, name)
+	}
+	slices.Sort(env.order)
+
+	cacheDir := p.CacheDir
+	if cacheDir == "" {
+		dir, err := catalog.DefaultCacheDir(s.opts.Env)
+		if err != nil {
+			s.logger.Warn("no catalog cache directory: lazy startup disabled", "err", err)
+		}
+		cacheDir = dir
+	}
+	if cacheDir != "" {
+		env.disk = &catalog.DiskCache{Dir: cacheDir}
+	}
+
+	env.launcher = launcherprobe.Result{Status: launcherprobe.StatusUnavailable, Reason: "no launcher candidate given in initialize.launcher"}
+	if p.Launcher != nil && p.Launcher.CodexExecutable != "" {
+		env.launcher = s.opts.Prober.Probe(ctx, p.Launcher.CodexExecutable)
+	}
+
+	s.mu.Lock()
+	s.env = env
+	s.initialized = true
+	s.initializing = false
+	s.mu.Unlock()
+
+	features := []string{}
+	for _, f := range knownFeatures {
+		if env.feature(f) {
+			features = append(features, f)
+		}
+	}
+	return result{value: protocol.InitializeResult{
+		ServerInfo:   protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
+		Capabilities: protocol.SidecarCapabilities{Features: features},
+		Launcher:     launcherStatus(env.launcher),
+		Servers:      slices.Clone(env.order),
+	}}, nil
+}
+
+func launcherStatus(r launcherprobe.Result) protocol.LauncherStatus {
+	st := protocol.LauncherStatus{Status: string(r.Status), Reason: r.Reason}
+	if st.Status == "" {
+		st.Status = string(launcherprobe.StatusUnavailable)
+	}
+	return st
+}
+
+// launcherPath is the verified launcher, or "".
+func (e *environment) launcherPath() string {
+	if e.launcher.Status == launcherprobe.StatusVerified {
+		return e.launcher.Path
+	}
+	return ""
+}
+
+func (s *Server) environment() *environment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.env
+}
+
+func (s *Server) shutdownMethod(ctx context.Context, _ json.RawMessage) (result, error) {
+	s.closeAllSessions()
+	return result{value: nil}, nil
+}
+
+func (s *Server) method(name string) (handlerFunc, bool) {
+	switch name {
+	case protocol.MethodInitialize:
+		return s.initialize, true
+	case protocol.MethodShutdown:
+		return s.shutdownMethod, true
+	case protocol.MethodSessionOpen:
+		return s.sessionOpen, true
+	case protocol.MethodSessionClose:
+		return s.sessionClose, true
+	case protocol.MethodToolsList:
+		return s.toolsList, true
+	case protocol.MethodToolsCall:
+		return s.toolsCall, true
+	case protocol.MethodResourcesList:
+		return s.listMethod("resources"), true
+	case protocol.MethodResourceTemplates:
+		return s.listMethod("resourceTemplates"), true
+	case protocol.MethodPromptsList:
+		return s.listMethod("prompts"), true
+	case protocol.MethodResourcesRead:
+		return s.resourcesRead, true
+	case protocol.MethodResourcesDiscover:
+		return s.resourcesDiscover, true
+	case protocol.MethodPromptsGet:
+		return s.promptsGet, true
+	case protocol.MethodCompletionComplete:
+		return s.complete, true
+	case protocol.MethodServersRefresh:
+		return s.serversRefresh, true
+	case protocol.MethodServersReconnect:
+		return s.serversReconnect, true
+	case protocol.MethodServersStatus:
+		return s.serversStatus, true
+	}
+	return nil, false
+}
+
+func unknownSession(id string) *protocol.Error {
+	return protocol.NewError(protocol.CodeUnknownSession, protocol.KindUnknownSession, fmt.Sprintf("unknown session %q", id))
+}
+
+func (s *Server) session(id string) (*Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return nil, unknownSession(id)
+	}
+	return sess, nil
+}

@@ -1,0 +1,643 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ToolsListParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	scs, err := sess.selectServers(p.Servers)
+	if err != nil {
+		return result{}, err
+	}
+	// A catalog is right or it is not served: wait for startups in flight
+	// (each bounded by its own startup_timeout_sec).
+	if err := waitStarting(ctx, scs); err != nil {
+		return result{}, err
+	}
+	for _, sc := range scs {
+		sc.refreshIfStale(ctx)
+	}
+	return result{value: sess.listing(scs)}, nil
+}
+
+// listing renders the session catalog restricted to scs.
+func (sess *Session) listing(scs []*serverConn) protocol.ToolsListResult {
+	cat := sess.snapshot()
+	res := protocol.ToolsListResult{Tools: []protocol.Tool{}, Servers: []protocol.ServerCatalog{}}
+	want := make(map[string]bool, len(scs))
+	for _, sc := range scs {
+		want[sc.name] = true
+		sc.mu.Lock()
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
+			entry.Error = sc.lastErr
+		}
+		sc.mu.Unlock()
+		res.Servers = append(res.Servers, entry)
+	}
+	for _, t := range cat.tools {
+		if want[t.Server] {
+			res.Tools = append(res.Tools, t.Wire())
+		}
+	}
+	return res
+}
+
+// selectServers returns the named servers of the session (all when names is
+// nil), in session order.
+func (sess *Session) selectServers(names []string) ([]*serverConn, error) {
+	if names == nil {
+		scs := make([]*serverConn, 0, len(sess.names))
+		for _, n := range sess.names {
+			scs = append(scs, sess.servers[n])
+		}
+		return scs, nil
+	}
+	scs := make([]*serverConn, 0, len(names))
+	for _, n := range names {
+		sc, err := sess.server(n)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(scs, sc) {
+			scs = append(scs, sc)
+		}
+	}
+	return scs, nil
+}
+
+func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ToolsCallParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	if len(p.SandboxState) > 0 {
+		if err := sandbox.ValidateState(p.SandboxState); err != nil {
+			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
+		}
+	}
+	if len(p.Arguments) > 0 && !isJSONObject(p.Arguments) && string(p.Arguments) != "null" {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "arguments must be a JSON object")
+	}
+	if p.TimeoutMs < 0 {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
+	}
+
+	sc, bound, err := sess.bind(ctx, p)
+	if err != nil {
+		return result{}, err
+	}
+	conn, err := sc.ready(ctx)
+	if err != nil {
+		return result{}, callerError(ctx, err)
+	}
+	// The binding is checked against the catalog at dispatch: a tool that
+	// changed or disappeared meanwhile is refused, never sent elsewhere.
+	if err := sc.checkBinding(bound); err != nil {
+		return result{}, err
+	}
+
+	sc.mu.Lock()
+	capability := sc.sandboxCap
+	sc.mu.Unlock()
+	launcher := ""
+	if conn.Transport() == config.TransportStdio {
+		launcher = sess.env.launcherPath()
+	}
+	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
+		Capability: capability,
+		State:      p.SandboxState,
+		Launcher:   launcher,
+		HostMeta:   p.Meta,
+		Transport:  conn.Transport(),
+	})
+	for _, k := range dropped {
+		s.logger.Warn("host meta key dropped: sandbox keys come only from sandboxState", "server", sc.name, "tool", bound.Name, "key", k)
+	}
+
+	if tok, ok := p.Meta["progressToken"]; ok {
+		key := progressKey(tok)
+		sc.mu.Lock()
+		sc.progress[key] = tok
+		sc.mu.Unlock()
+		defer func() {
+			sc.mu.Lock()
+			delete(sc.progress, key)
+			sc.mu.Unlock()
+		}()
+	}
+
+	timeout, timeoutName := sc.cfg.ToolTimeout(), "tool_timeout_sec"
+	if p.TimeoutMs > 0 && time.Duration(p.TimeoutMs)*time.Millisecond < timeout {
+		timeout, timeoutName = time.Duration(p.TimeoutMs)*time.Millisecond, "timeoutMs"
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
+	defer cancel()
+	raw, err := conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	if err != nil {
+		if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
+			return result{}, protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+				fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", bound.Name, sc.name, timeoutName, formatSeconds(timeout))).WithServer(sc.name, bound.Name).Retry()
+		}
+		return result{}, sc.callError(ctx, conn, bound.Name, err)
+	}
+	return result{value: raw}, nil
+}
+
+var errToolTimeout = errors.New("tool call timed out")
+
+func isJSONObject(raw json.RawMessage) bool {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// progressKey canonicalises a progress token so that the token the host
+// sent (raw JSON) and the token go-sdk decoded from the server's
+// notification (string or float64) meet.
+func progressKey(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "raw:" + string(raw)
+	}
+	return progressKeyOf(v)
+}
+
+func progressKeyOf(v any) string {
+	switch t := v.(type) {
+	case string:
+		return "s:" + t
+	case float64:
+		return "n:" + strconv.FormatFloat(t, 'g', -1, 64)
+	case int64:
+		return "n:" + strconv.FormatFloat(float64(t), 'g', -1, 64)
+	case int:
+		return "n:" + strconv.FormatFloat(float64(t), 'g', -1, 64)
+	case json.Number:
+		f, err := t.Float64()
+		if err != nil {
+			return "raw:" + t.String()
+		}
+		return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+	default:
+		b, _ := json.Marshal(v)
+		return "raw:" + string(b)
+	}
+}
+
+// bind resolves the tool a call names to one server's tool definition.
+func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*serverConn, catalog.Tool, error) {
+	switch {
+	case p.Name != "" && (p.Server != "" || p.Tool != ""):
+		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "give either name, or server and tool, not both")
+	case p.Name != "":
+		ref, ok := sess.snapshot().byName[p.Name]
+		if !ok {
+			// Servers still starting may yet publish it.
+			if err := waitStarting(ctx, sess.allServers()); err != nil {
+				return nil, catalog.Tool{}, callerError(ctx, err)
+			}
+			ref, ok = sess.snapshot().byName[p.Name]
+		}
+		if ok && ref.sc.isStale() {
+			ref.sc.refreshIfStale(ctx)
+			ref, ok = sess.snapshot().byName[p.Name]
+		}
+		if !ok {
+			return nil, catalog.Tool{}, protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
+				fmt.Sprintf("unknown tool %q in session %q", p.Name, sess.id)).WithServer("", p.Name)
+		}
+		return sess.bindDormant(ctx, ref.sc, ref.tool)
+	case p.Server != "" && p.Tool != "":
+		sc, err := sess.server(p.Server)
+		if err != nil {
+			return nil, catalog.Tool{}, err
+		}
+		if err := waitStarting(ctx, []*serverConn{sc}); err != nil {
+			return nil, catalog.Tool{}, callerError(ctx, err)
+		}
+		sc.refreshIfStale(ctx)
+		if err := sc.usable(ctx); err != nil {
+			return nil, catalog.Tool{}, err
+		}
+		t, ok := sc.tool(p.Tool)
+		if !ok {
+			return nil, catalog.Tool{}, sc.unknownTool(p.Tool)
+		}
+		return sess.bindDormant(ctx, sc, t)
+	default:
+		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "tools/call needs name, or server and tool")
+	}
+}
+
+// bindDormant starts a dormant server before binding: its cached catalog
+// is only a promise, so the call binds to the live definition; a tool the
+// live server no longer has is unknown (-32013).
+func (sess *Session) bindDormant(ctx context.Context, sc *serverConn, t catalog.Tool) (*serverConn, catalog.Tool, error) {
+	sc.mu.Lock()
+	dormant := sc.state == protocol.StateDormant
+	sc.mu.Unlock()
+	if !dormant {
+		return sc, t, nil
+	}
+	if _, err := sc.ready(ctx); err != nil {
+		return nil, catalog.Tool{}, callerError(ctx, err)
+	}
+	live, ok := sc.tool(t.Name)
+	if !ok {
+		return nil, catalog.Tool{}, sc.unknownTool(t.Name)
+	}
+	return sc, live, nil
+}
+
+// usable reports why a server that failed, was cancelled or is disabled
+// cannot take a call; such a server's error says more than "unknown tool".
+func (sc *serverConn) usable(ctx context.Context) error {
+	sc.mu.Lock()
+	st := sc.state
+	sc.mu.Unlock()
+	switch st {
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+		_, err := sc.ready(ctx)
+		return err
+	}
+	return nil
+}
+
+func (sc *serverConn) unknownTool(name string) *protocol.Error {
+	cfgFilter := catalog.Filter{Enabled: sc.cfg.EnabledTools, Disabled: sc.cfg.DisabledTools}
+	msg := fmt.Sprintf("server %q has no tool %q", sc.name, name)
+	if !cfgFilter.Allows(name) {
+		msg = fmt.Sprintf("tool %q of server %q is disabled by enabled_tools/disabled_tools", name, sc.name)
+	}
+	return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool, msg).WithServer(sc.name, name)
+}
+
+func (sc *serverConn) tool(name string) (catalog.Tool, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, t := range sc.tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+
+// checkBinding refuses a call whose tool changed or disappeared since it
+// was bound (DESIGN.md 4.8).
+func (sc *serverConn) checkBinding(bound catalog.Tool) error {
+	cur, ok := sc.tool(bound.Name)
+	if ok && string(cur.Raw) == string(bound.Raw) {
+		return nil
+	}
+	what := "was removed"
+	if ok {
+		what = "changed"
+	}
+	return protocol.NewError(protocol.CodeBindingChanged, protocol.KindBindingChanged,
+		fmt.Sprintf("tool %q of server %q %s since the call was bound; list tools again", bound.Name, sc.name, what)).WithServer(sc.name, bound.Name).Retry()
+}
+
+func (sess *Session) allServers() []*serverConn {
+	scs := make([]*serverConn, 0, len(sess.names))
+	for _, n := range sess.names {
+		scs = append(scs, sess.servers[n])
+	}
+	return scs
+}
+
+// callerError maps the end of the caller's own context (host cancel) to
+// -32800 and leaves other errors alone.
+func callerError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cancelledError()
+	}
+	return err
+}
+
+// callError maps an error of a forwarded request.
+func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
+	if ctx.Err() != nil {
+		return cancelledError()
+	}
+	var se *mcpclient.ServerError
+	if errors.As(err, &se) {
+		code := se.Code
+		e := protocol.NewError(code, protocol.KindServerError, se.Message).WithServer(sc.name, tool)
+		e.Data.ServerCode = &code
+		e.Data.ServerData = se.Data
+		return e
+	}
+	if errors.Is(err, mcpclient.ErrConnectionLost) {
+		sc.lost(conn)
+		e := protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
+			fmt.Sprintf("server %q: connection lost: %v", sc.name, err)).WithServer(sc.name, tool).Retry()
+		e.Data.Stderr = conn.StderrTail()
+		return e
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: %v", sc.name, err)).WithServer(sc.name, tool)
+}
+
+// serverRequest resolves the session and server of a per-server request and
+// returns a live connection.
+func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, error) {
+	sess, err := s.session(sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if server == "" {
+		return nil, nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "server is required")
+	}
+	sc, err := sess.server(server)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := sc.ready(ctx)
+	if err != nil {
+		return nil, nil, callerError(ctx, err)
+	}
+	return sc, conn, nil
+}
+
+// listMethod forwards resources/list, resources/templates/list and
+// prompts/list: one page as the server sent it, or every page when all.
+func (s *Server) listMethod(key string) handlerFunc {
+	return func(ctx context.Context, params json.RawMessage) (result, error) {
+		var p protocol.ServerRequestParams
+		if err := decodeParams(params, &p); err != nil {
+			return result{}, err
+		}
+		sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+		if err != nil {
+			return result{}, err
+		}
+		fetch := pageFetcher(conn, key)
+		if !p.All {
+			raw, err := fetch(ctx, p.Cursor)
+			if err != nil {
+				return result{}, sc.callError(ctx, conn, "", err)
+			}
+			return result{value: raw}, nil
+		}
+		items, err := catalog.Paginate(ctx, key, catalog.DefaultPageLimits(), fetch)
+		if err != nil {
+			return result{}, sc.callError(ctx, conn, "", err)
+		}
+		return result{value: map[string][]json.RawMessage{key: nonNil(items)}}, nil
+	}
+}
+
+func pageFetcher(conn *mcpclient.Conn, key string) func(context.Context, string) (json.RawMessage, error) {
+	switch key {
+	case "resources":
+		return conn.ListResourcesPage
+	case "resourceTemplates":
+		return conn.ListResourceTemplatesPage
+	case "prompts":
+		return conn.ListPromptsPage
+	default:
+		return conn.ListToolsPage
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ResourcesReadParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	if p.URI == "" {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
+	}
+	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	raw, err := conn.ReadResource(ctx, p.URI)
+	if err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: raw}, nil
+}
+
+// Resource kinds that early discovery looks for by default.
+var discoverMimeTypes = []string{"mcp/plugin", "mcp/skill"}
+
+func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ResourcesDiscoverParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	mimeTypes := p.MimeTypes
+	if len(mimeTypes) == 0 {
+		mimeTypes = discoverMimeTypes
+	}
+	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), conn.ListResourcesPage)
+	if err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	found := []json.RawMessage{}
+	for _, it := range items {
+		var r struct {
+			MimeType string `json:"mimeType"`
+		}
+		if json.Unmarshal(it, &r) == nil && slices.Contains(mimeTypes, r.MimeType) {
+			found = append(found, it)
+		}
+	}
+	return result{value: map[string][]json.RawMessage{"resources": found}}, nil
+}
+
+func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.PromptsGetParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	if p.Name == "" {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
+	}
+	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	raw, err := conn.GetPrompt(ctx, p.Name, p.Arguments)
+	if err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: raw}, nil
+}
+
+// complete forwards completion/complete; params other than sessionId and
+// server go to the server as they are.
+func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ServerRequestParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
+	}
+	delete(fields, "sessionId")
+	delete(fields, "server")
+	forward, _ := json.Marshal(fields)
+	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	raw, err := conn.Complete(ctx, forward)
+	if err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: raw}, nil
+}
+
+func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ServerRequestParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
+		return result{}, err
+	}
+	return result{value: sc.sess.listing([]*serverConn{sc})}, nil
+}
+
+func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ServerRequestParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	sc, err := sess.server(p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	if !sc.cfg.IsEnabled() {
+		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+	}
+	// Replace whatever runs now with a fresh, eager, live startup.
+	sc.mu.Lock()
+	old := sc.conn
+	sc.conn = nil
+	sc.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	launch := sess.prepareRound([]string{sc.name})
+	sc.mu.Lock()
+	a := sc.attempt
+	sc.restarts++
+	sc.mu.Unlock()
+	go launch()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return result{}, cancelledError()
+	}
+	if a.err != nil {
+		return result{}, a.err
+	}
+	return result{value: protocol.ReconnectResult{State: protocol.StateReady}}, nil
+}
+
+func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.SessionParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcherStatus(sess.env.launcher)}
+	for _, sc := range sess.allServers() {
+		res.Servers = append(res.Servers, sc.status())
+	}
+	return result{value: res}, nil
+}
+
+func (sc *serverConn) status() protocol.ServerStatus {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	st := protocol.ServerStatus{
+		Name:         sc.name,
+		State:        sc.state,
+		Transport:    sc.cfg.Transport(),
+		Capabilities: json.RawMessage("{}"),
+		Restarts:     sc.restarts,
+		LastError:    sc.lastErr,
+	}
+	if sc.conn != nil {
+		st.PID = sc.conn.PID()
+		st.ProtocolVersion = sc.conn.ProtocolVersion()
+		if caps := sc.conn.Capabilities(); len(caps) > 0 {
+			st.Capabilities = caps
+		}
+		st.Sandbox = sc.sandboxCap.String()
+	}
+	if !sc.startedAt.IsZero() {
+		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if sc.cfg.Transport() == config.TransportStdio {
+		ls := launcherStatus(sc.sess.env.launcher)
+		st.Launcher = &ls
+	} else {
+		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
+	}
+	return st
+}

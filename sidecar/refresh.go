@@ -1,0 +1,163 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// maxOvertakenListings bounds how often one refresh lists again because a
+// notification overtook it; past that the catalog stays marked stale and
+// the next discovery tries again.
+const maxOvertakenListings = 5
+
+// listState is the tools/list_changed bookkeeping of one server connection
+// (DESIGN.md 4.4). Guarded by serverConn.mu.
+type listState struct {
+	// changes counts list_changed notifications in transport order;
+	// listed is the value of changes when the catalog in use was listed.
+	changes, listed uint64
+	failedAt        time.Time // last failed refresh, for the cooldown
+	refreshing      chan struct{}
+	bgPending       bool
+}
+
+func (sc *serverConn) isStale() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.isStaleLocked()
+}
+
+func (sc *serverConn) isStaleLocked() bool {
+	return sc.state == protocol.StateReady && sc.list.changes != sc.list.listed
+}
+
+// onToolListChanged runs on go-sdk's notification goroutine: it records and
+// wakes a refresher, and never blocks.
+// During startup it only counts: the first listing begins after initialize,
+// so it sees the change anyway.
+func (sc *serverConn) onToolListChanged() {
+	sc.mu.Lock()
+	sc.list.changes++
+	enabled := sc.sess.env.feature(FeatureToolListChanged)
+	start := enabled && !sc.list.bgPending && sc.state == protocol.StateReady
+	if start {
+		sc.list.bgPending = true
+	}
+	sc.mu.Unlock()
+	if !enabled {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "info", fmt.Sprintf("server %q sent notifications/tools/list_changed (ignored: %s is off)", sc.name, FeatureToolListChanged))
+		return
+	}
+	// Any shared startup listing of this scope is now outdated.
+	sc.sess.env.shared.Invalidate(sc.scopeKey)
+	if start {
+		sc.sess.rounds.Add(1)
+		go func() {
+			defer sc.sess.rounds.Done()
+			sc.mu.Lock()
+			sc.list.bgPending = false
+			sc.mu.Unlock()
+			sc.refreshIfStale(sc.sess.ctx)
+		}()
+	}
+}
+
+// refreshIfStale refreshes a catalog marked stale by a notification, unless
+// a failed refresh is cooling down (then the previous catalog is served,
+// marked stale).
+func (sc *serverConn) refreshIfStale(ctx context.Context) {
+	sc.mu.Lock()
+	stale := sc.isStaleLocked() && sc.sess.env.feature(FeatureToolListChanged)
+	cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
+	conn := sc.conn
+	sc.mu.Unlock()
+	if !stale || cooling || conn == nil {
+		return
+	}
+	_ = sc.refresh(ctx, conn, protocol.ReasonListChanged) // failures are reported inside
+}
+
+// refresh lists the server's tools again and swaps the catalog in one step.
+// Concurrent refreshes coalesce: a list_changed refresh that finds the
+// catalog current after waiting for another one does nothing. A listing
+// overtaken by a notification is discarded and retried, so a catalog is
+// never assembled from pages of two versions.
+func (sc *serverConn) refresh(ctx context.Context, conn *mcpclient.Conn, reason string) error {
+	for {
+		sc.mu.Lock()
+		if ch := sc.list.refreshing; ch != nil {
+			sc.mu.Unlock()
+			select {
+			case <-ch:
+				if reason == protocol.ReasonListChanged && !sc.isStale() {
+					return nil
+				}
+				continue
+			case <-ctx.Done():
+				return cancelledError()
+			}
+		}
+		ch := make(chan struct{})
+		sc.list.refreshing = ch
+		sc.mu.Unlock()
+		err := sc.listAndSwap(ctx, conn, reason)
+		sc.mu.Lock()
+		sc.list.refreshing = nil
+		sc.mu.Unlock()
+		close(ch)
+		return err
+	}
+}
+
+func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, reason string) error {
+	for try := 0; ; try++ {
+		sc.mu.Lock()
+		gen := sc.list.changes
+		sc.mu.Unlock()
+		items, tools, err := sc.listTools(ctx, conn, false)
+		if err != nil {
+			if ctx.Err() != nil {
+				return cancelledError()
+			}
+			sc.mu.Lock()
+			sc.list.failedAt = time.Now()
+			sc.lastErr = fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
+			msg := sc.lastErr
+			sc.mu.Unlock()
+			sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
+			return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry()
+		}
+		sc.mu.Lock()
+		if sc.conn != conn {
+			sc.mu.Unlock()
+			return protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
+				fmt.Sprintf("server %q: connection replaced during refresh", sc.name)).WithServer(sc.name, "").Retry()
+		}
+		if sc.list.changes != gen && try < maxOvertakenListings {
+			sc.mu.Unlock()
+			continue // overtaken: this listing may mix versions
+		}
+		changed := !sameTools(sc.tools, tools)
+		sc.tools = tools
+		sc.catalogSrc = protocol.CatalogLive
+		sc.list.listed = gen
+		sc.list.failedAt = time.Time{}
+		if changed {
+			sc.revision++
+		}
+		sc.mu.Unlock()
+		// The disk cache and any shared startup listing of this scope
+		// must not publish tools from before this refresh.
+		sc.sess.env.shared.Invalidate(sc.scopeKey)
+		sc.storeCache(conn, items)
+		if changed {
+			sc.sess.rebuildCatalog()
+			sc.sess.srv.notify(protocol.NotifyToolsChanged, protocol.ToolsChangedParams{SessionID: sc.sess.id, Server: sc.name, Reason: reason})
+		}
+		return nil
+	}
+}

@@ -1,0 +1,695 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+// Session is one host session (a chat thread): its own MCP connection per
+// server, its own startup rounds and its own qualified catalog.
+type Session struct {
+	id    string
+	srv   *Server
+	env   *environment
+	scope json.RawMessage
+	cwd   string
+
+	// ctx ends when the session closes; it cancels startups in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	names   []string // the session's servers, sorted
+	servers map[string]*serverConn
+
+	mu      sync.Mutex
+	round   int
+	closed  bool
+	catalog sessionCatalog
+
+	// rounds tracks startup-round goroutines so close can wait for them.
+	rounds sync.WaitGroup
+}
+
+// sessionCatalog is the session's qualified view of all its servers' tools,
+// rebuilt whenever one server's tools change.
+type sessionCatalog struct {
+	tools  []catalog.Tool // in server order, then the server's own order
+	byName map[string]toolRef
+}
+
+type toolRef struct {
+	sc   *serverConn
+	tool catalog.Tool
+}
+
+// startAttempt is one startup of one server. done closes when it ends.
+type startAttempt struct {
+	round int
+	done  chan struct{}
+	err   error // set before done closes
+}
+
+// serverConn is one server in one session.
+type serverConn struct {
+	sess *Session
+	name string
+	cfg  *config.ServerConfig
+	// scopeKey is the discovery scope (DESIGN.md 4.2).
+	scopeKey string
+
+	mu         sync.Mutex
+	state      string
+	conn       *mcpclient.Conn
+	attempt    *startAttempt
+	tools      []catalog.Tool // filtered, as the server sent them
+	catalogSrc string
+	revision   uint64
+	lastErr    string
+	restarts   int
+	startedAt  time.Time
+	sandboxCap sandbox.Capability
+	progress   map[string]json.RawMessage // progress tokens of calls in flight
+	// nextRestart is the earliest time a crashed server may be restarted.
+	nextRestart time.Time
+	backoff     time.Duration
+	list        listState
+}
+
+func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.SessionOpenParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	env := s.environment()
+	names := env.order
+	if p.Servers != nil {
+		names = nil
+		for _, n := range p.Servers {
+			if _, ok := env.servers[n]; !ok {
+				return result{}, protocol.NewError(protocol.CodeUnknownServer, protocol.KindUnknownServer, fmt.Sprintf("unknown server %q", n)).WithServer(n, "")
+			}
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+	}
+	lazy := env.feature(FeatureLazyStdioStartup)
+	switch p.Startup {
+	case "":
+	case "eager":
+		lazy = false
+	case "lazy":
+		lazy = true
+	default:
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("startup must be \"eager\" or \"lazy\", not %q", p.Startup))
+	}
+
+	s.mu.Lock()
+	id := p.SessionID
+	if id == "" {
+		for {
+			s.nextSession++
+			id = "s" + strconv.Itoa(s.nextSession)
+			if s.sessions[id] == nil {
+				break
+			}
+		}
+	} else if s.sessions[id] != nil {
+		s.mu.Unlock()
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))
+	}
+	sess := &Session{
+		id:      id,
+		srv:     s,
+		env:     env,
+		scope:   p.Scope,
+		cwd:     p.Cwd,
+		names:   names,
+		servers: make(map[string]*serverConn, len(names)),
+	}
+	sess.ctx, sess.cancel = context.WithCancel(s.ctx)
+	s.sessions[id] = sess
+	s.mu.Unlock()
+
+	res := protocol.SessionOpenResult{SessionID: id, Servers: []protocol.ServerState{}}
+	var eager []string
+	for _, name := range names {
+		cfg := env.servers[name]
+		sc := &serverConn{
+			sess:       sess,
+			name:       name,
+			cfg:        cfg,
+			scopeKey:   catalog.ScopeKey(name, cfg, s.opts.Env, p.Scope, sess.fallbackCwd(cfg)),
+			catalogSrc: protocol.CatalogNone,
+			progress:   map[string]json.RawMessage{},
+		}
+		sess.servers[name] = sc
+		switch {
+		case !cfg.IsEnabled():
+			sc.state = protocol.StateDisabled
+		case lazy && sess.loadDormant(sc):
+			sc.state = protocol.StateDormant
+		default:
+			eager = append(eager, name)
+		}
+		res.Servers = append(res.Servers, protocol.ServerState{Name: name, State: sc.state})
+	}
+	sess.rebuildCatalog()
+	// Round 0 always exists (its summary may be empty when every server
+	// is dormant or disabled), so hosts can wait for it uniformly.
+	launch := sess.prepareRound(eager)
+	for i := range res.Servers {
+		if slices.Contains(eager, res.Servers[i].Name) {
+			res.Servers[i].State = protocol.StateStarting
+		}
+	}
+	return result{value: res, after: launch}, nil
+}
+
+func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
+	if cfg.Transport() != config.TransportStdio || cfg.Cwd != "" {
+		return ""
+	}
+	return sess.cwd
+}
+
+func (s *Server) sessionClose(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.SessionParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	s.mu.Lock()
+	sess := s.sessions[p.SessionID]
+	delete(s.sessions, p.SessionID)
+	s.mu.Unlock()
+	if sess == nil {
+		return result{}, unknownSession(p.SessionID)
+	}
+	sess.close()
+	return result{value: struct{}{}}, nil
+}
+
+// close cancels the session's startups, closes every connection (their
+// process groups end) and waits for the startup rounds to finish.
+func (sess *Session) close() {
+	sess.mu.Lock()
+	if sess.closed {
+		sess.mu.Unlock()
+		return
+	}
+	sess.closed = true
+	sess.mu.Unlock()
+	sess.cancel()
+	sess.rounds.Wait()
+	var wg sync.WaitGroup
+	for _, sc := range sess.servers {
+		sc.mu.Lock()
+		conn := sc.conn
+		sc.conn = nil
+		if sc.state == protocol.StateReady || sc.state == protocol.StateStarting {
+			sc.state = protocol.StateCancelled
+		}
+		sc.mu.Unlock()
+		if conn != nil {
+			wg.Go(func() { conn.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// prepareRound marks names as starting in a new round and returns the
+// function that announces and runs the round. Marking first means a request
+// that arrives before the announcement already waits for these startups.
+func (sess *Session) prepareRound(names []string) (launch func()) {
+	sess.mu.Lock()
+	round := sess.round
+	sess.round++
+	closed := sess.closed
+	sess.mu.Unlock()
+	attempts := make([]*startAttempt, len(names))
+	scs := make([]*serverConn, len(names))
+	for i, name := range names {
+		sc := sess.servers[name]
+		a := &startAttempt{round: round, done: make(chan struct{})}
+		sc.mu.Lock()
+		sc.state = protocol.StateStarting
+		sc.attempt = a
+		sc.mu.Unlock()
+		attempts[i], scs[i] = a, sc
+	}
+	sess.rounds.Add(1)
+	return func() {
+		defer sess.rounds.Done()
+		// Every "starting" of the round goes out before any terminal status.
+		for _, sc := range scs {
+			sess.srv.notify(protocol.NotifyStartupStatus, protocol.StartupStatusParams{
+				SessionID: sess.id, Server: sc.name, Round: round, Status: protocol.StatusStarting,
+			})
+		}
+		var wg sync.WaitGroup
+		for i, sc := range scs {
+			if closed {
+				sc.finishStart(attempts[i], nil, nil, context.Canceled)
+				continue
+			}
+			wg.Go(func() { sc.start(attempts[i]) })
+		}
+		wg.Wait()
+		summary := protocol.StartupCompleteParams{
+			SessionID: sess.id, Round: round,
+			Ready: []string{}, Failed: []protocol.FailedServer{}, Cancelled: []string{},
+		}
+		for i, sc := range scs {
+			a := attempts[i]
+			switch {
+			case a.err == nil:
+				summary.Ready = append(summary.Ready, sc.name)
+			case isCancelled(a.err):
+				summary.Cancelled = append(summary.Cancelled, sc.name)
+			default:
+				summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error()})
+			}
+		}
+		sess.srv.notify(protocol.NotifyStartupComplete, summary)
+	}
+}
+
+func isCancelled(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Code == protocol.CodeRequestCancelled
+	}
+	return errors.Is(err, context.Canceled)
+}
+
+// start runs one startup attempt: spawn or dial, initialize, first listing,
+// all within startup_timeout_sec.
+func (sc *serverConn) start(a *startAttempt) {
+	sess := sc.sess
+	timeout := sc.cfg.StartupTimeout()
+	ctx, cancel := context.WithTimeoutCause(sess.ctx, timeout, errStartupTimeout)
+	defer cancel()
+
+	conn, tools, err := sc.connectAndList(ctx)
+	if err != nil {
+		switch {
+		case sess.ctx.Err() != nil:
+			err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
+				fmt.Sprintf("startup of server %q cancelled: session %q closed", sc.name, sess.id)).WithServer(sc.name, "")
+		case errors.Is(context.Cause(ctx), errStartupTimeout):
+			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout,
+				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v", sc.name, formatSeconds(timeout), err)).WithServer(sc.name, "").Retry()
+		default:
+			var pe *protocol.Error
+			if !errors.As(err, &pe) {
+				err = protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
+					fmt.Sprintf("server %q failed to start: %v", sc.name, err)).WithServer(sc.name, "").Retry()
+			}
+		}
+	}
+	sc.finishStart(a, conn, tools, err)
+}
+
+var errStartupTimeout = errors.New("startup_timeout_sec elapsed")
+
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+func (sc *serverConn) connectAndList(ctx context.Context) (*mcpclient.Conn, []catalog.Tool, error) {
+	sess := sc.sess
+	env := sess.env
+	if err := env.startSem.Acquire(ctx, 1); err != nil {
+		return nil, nil, fmt.Errorf("waiting for a startup slot: %w", err)
+	}
+	conn, err := mcpclient.Connect(ctx, sc.clientOptions())
+	env.startSem.Release(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc.mu.Lock()
+	gen := sc.list.changes
+	sc.mu.Unlock()
+	items, tools, err := sc.listTools(ctx, conn, true)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	sc.mu.Lock()
+	// Notifications that arrived before the listing began are reflected in
+	// it; later ones leave the catalog stale.
+	sc.list.listed = gen
+	sc.mu.Unlock()
+	sc.storeCache(conn, items)
+	return conn, tools, nil
+}
+
+// storeCache writes a live listing to the disk cache, unless the server
+// opted out of caching. A failure is reported, never fatal.
+func (sc *serverConn) storeCache(conn *mcpclient.Conn, items []json.RawMessage) {
+	disk := sc.sess.env.disk
+	if disk == nil || !cacheable(conn) {
+		return
+	}
+	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: time.Now(), Tools: items}
+	if err := disk.Store(sc.scopeKey, entry); err != nil {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q not written: %v", sc.name, err))
+	}
+}
+
+// listTools fetches the whole catalog of conn; share lets overlapping
+// startups of one discovery scope use one listing.
+func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) ([]json.RawMessage, []catalog.Tool, error) {
+	list := func(ctx context.Context) ([]json.RawMessage, error) {
+		return catalog.Paginate(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
+	}
+	var items []json.RawMessage
+	var err error
+	if share && sc.sess.env.feature(FeatureShareStartupListing) && cacheable(conn) {
+		items, _, err = sc.sess.env.shared.List(ctx, sc.scopeKey, list)
+	} else {
+		items, err = list(ctx)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing tools of server %q: %w", sc.name, err)
+	}
+	all, err := catalog.ParseTools(sc.name, items)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, sc.filter(all), nil
+}
+
+func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
+	f := catalog.Filter{Enabled: sc.cfg.EnabledTools, Disabled: sc.cfg.DisabledTools}
+	tools := make([]catalog.Tool, 0, len(all))
+	for _, t := range all {
+		if f.Allows(t.Name) {
+			tools = append(tools, t)
+		}
+	}
+	return tools
+}
+
+// cacheable reports whether the server allows its catalog to be shared and
+// cached: experimental["codex/tool-catalog-cache"].cacheable = false opts out.
+func cacheable(conn *mcpclient.Conn) bool {
+	raw, ok := conn.Experimental()["codex/tool-catalog-cache"]
+	if !ok {
+		return true
+	}
+	var v struct {
+		Cacheable *bool `json:"cacheable"`
+	}
+	if json.Unmarshal(raw, &v) != nil || v.Cacheable == nil {
+		return true
+	}
+	return *v.Cacheable
+}
+
+// finishStart records the outcome of a, announces its terminal status and
+// wakes everyone waiting on it.
+func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools []catalog.Tool, err error) {
+	sess := sc.sess
+	sc.mu.Lock()
+	superseded := sc.attempt != a
+	closed := sess.ctx.Err() != nil
+	if err == nil && (superseded || closed) {
+		err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
+			fmt.Sprintf("startup of server %q cancelled", sc.name)).WithServer(sc.name, "")
+	}
+	a.err = err
+	changed := false
+	if !superseded {
+		if err == nil {
+			changed = sc.catalogSrc == protocol.CatalogCached && !sameTools(sc.tools, tools)
+			sc.conn = conn
+			sc.state = protocol.StateReady
+			sc.tools = tools
+			sc.catalogSrc = protocol.CatalogLive
+			sc.revision++
+			sc.lastErr = ""
+			sc.startedAt = time.Now()
+			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
+		} else if isCancelled(err) {
+			sc.state = protocol.StateCancelled
+		} else {
+			sc.state = protocol.StateFailed
+			sc.lastErr = err.Error()
+		}
+	}
+	sc.mu.Unlock()
+	if err == nil && (superseded || closed) {
+		conn.Close()
+	}
+	if err == nil {
+		sess.rebuildCatalog()
+		go sc.watch(conn)
+	}
+	st := protocol.StartupStatusParams{SessionID: sess.id, Server: sc.name, Round: a.round}
+	switch {
+	case err == nil:
+		st.Status = protocol.StatusReady
+		n := len(tools)
+		st.Tools = &n
+	case isCancelled(err):
+		st.Status = protocol.StatusCancelled
+		st.Error = err.Error()
+	default:
+		st.Status = protocol.StatusFailed
+		st.Error = err.Error()
+	}
+	sess.srv.notify(protocol.NotifyStartupStatus, st)
+	if changed {
+		sess.srv.notify(protocol.NotifyToolsChanged, protocol.ToolsChangedParams{SessionID: sess.id, Server: sc.name, Reason: protocol.ReasonStartup})
+	}
+	close(a.done)
+}
+
+// sameTools reports whether two catalogs of one server are identical, byte
+// for byte.
+func sameTools(a, b []catalog.Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y catalog.Tool) bool {
+		return x.Name == y.Name && string(x.Raw) == string(y.Raw)
+	})
+}
+
+// watch notices a connection that ends on its own (a crash, an HTTP session
+// lost) and marks the server so that the next use restarts it.
+func (sc *serverConn) watch(conn *mcpclient.Conn) {
+	<-conn.Done()
+	sc.lost(conn)
+}
+
+// lost marks conn as gone, unless it was closed on purpose or replaced; it
+// is idempotent, so both the watcher and a call that saw the loss first
+// may report it.
+func (sc *serverConn) lost(conn *mcpclient.Conn) {
+	sc.mu.Lock()
+	if sc.conn != conn {
+		sc.mu.Unlock()
+		return
+	}
+	sc.conn = nil
+	sc.state = protocol.StateDisconnected
+	if sc.catalogSrc == protocol.CatalogLive {
+		sc.catalogSrc = protocol.CatalogCached
+	}
+	msg := fmt.Sprintf("server %q connection lost", sc.name)
+	if err := conn.Err(); err != nil {
+		msg = fmt.Sprintf("server %q connection lost: %v", sc.name, err)
+	}
+	sc.lastErr = msg
+	// Bounded exponential backoff between restarts: 1 s doubling to 30 s;
+	// a server that stayed up five minutes starts over at 1 s.
+	if time.Since(sc.startedAt) > 5*time.Minute || sc.backoff == 0 {
+		sc.backoff = time.Second
+	} else {
+		sc.backoff = min(2*sc.backoff, 30*time.Second)
+	}
+	sc.nextRestart = time.Now().Add(sc.backoff)
+	sc.mu.Unlock()
+	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
+}
+
+// ready returns a live connection for sc, waiting for a startup in flight
+// and restarting a crashed or dormant server. The wait is bounded by ctx;
+// each startup is bounded by startup_timeout_sec on its own.
+func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
+	for {
+		sc.mu.Lock()
+		switch sc.state {
+		case protocol.StateReady:
+			conn := sc.conn
+			sc.mu.Unlock()
+			return conn, nil
+		case protocol.StateDisabled:
+			sc.mu.Unlock()
+			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
+				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateStarting:
+			a := sc.attempt
+			sc.mu.Unlock()
+			select {
+			case <-a.done:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case protocol.StateDormant:
+			sc.mu.Unlock()
+			sc.sess.startLater(sc)
+			continue
+		case protocol.StateDisconnected:
+			wait := time.Until(sc.nextRestart)
+			if wait > 0 {
+				msg := sc.lastErr
+				sc.mu.Unlock()
+				return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
+					fmt.Sprintf("%s; restarting in %s", msg, formatSeconds(wait.Round(100*time.Millisecond)))).WithServer(sc.name, "").Retry()
+			}
+			sc.restarts++
+			sc.mu.Unlock()
+			sc.sess.startLater(sc)
+			continue
+		default: // failed, cancelled
+			msg := sc.lastErr
+			a := sc.attempt
+			sc.mu.Unlock()
+			if a != nil && a.err != nil {
+				var pe *protocol.Error
+				if errors.As(a.err, &pe) {
+					return nil, pe
+				}
+			}
+			if msg == "" {
+				msg = fmt.Sprintf("server %q is not running", sc.name)
+			}
+			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry()
+		}
+	}
+}
+
+// startLater starts one server in a new round of its own (a dormant server
+// on first use, or a crashed one on next use). It does not wait.
+func (sess *Session) startLater(sc *serverConn) {
+	sc.mu.Lock()
+	if sc.state == protocol.StateStarting || sc.state == protocol.StateReady {
+		sc.mu.Unlock()
+		return
+	}
+	sc.mu.Unlock()
+	launch := sess.prepareRound([]string{sc.name})
+	go launch()
+}
+
+// waitStarting waits until none of scs is starting (or ctx ends).
+func waitStarting(ctx context.Context, scs []*serverConn) error {
+	for _, sc := range scs {
+		sc.mu.Lock()
+		a := sc.attempt
+		starting := sc.state == protocol.StateStarting
+		sc.mu.Unlock()
+		if !starting || a == nil {
+			continue
+		}
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// rebuildCatalog recomputes the session's qualified names over every
+// server that has a catalog.
+func (sess *Session) rebuildCatalog() {
+	var all []catalog.Tool
+	for _, name := range sess.names {
+		sc := sess.servers[name]
+		sc.mu.Lock()
+		if sc.catalogSrc != protocol.CatalogNone && sc.state != protocol.StateDisabled {
+			all = append(all, sc.tools...)
+		}
+		sc.mu.Unlock()
+	}
+	catalog.Qualify(all, sess.env.maxNameBytes)
+	byName := make(map[string]toolRef, len(all))
+	for _, t := range all {
+		byName[t.Qualified] = toolRef{sc: sess.servers[t.Server], tool: t}
+	}
+	sess.mu.Lock()
+	sess.catalog = sessionCatalog{tools: all, byName: byName}
+	sess.mu.Unlock()
+}
+
+func (sess *Session) snapshot() sessionCatalog {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.catalog
+}
+
+// server looks up one of the session's servers.
+func (sess *Session) server(name string) (*serverConn, error) {
+	sc := sess.servers[name]
+	if sc == nil {
+		if _, configured := sess.env.servers[name]; configured {
+			return nil, protocol.NewError(protocol.CodeUnknownServer, protocol.KindUnknownServer,
+				fmt.Sprintf("server %q is not part of session %q", name, sess.id)).WithServer(name, "")
+		}
+		return nil, protocol.NewError(protocol.CodeUnknownServer, protocol.KindUnknownServer,
+			fmt.Sprintf("unknown server %q", name)).WithServer(name, "")
+	}
+	return sc, nil
+}
+
+// loadDormant fills sc from the disk cache when the server may stay dormant
+// in a lazy session (DESIGN.md 4.3) and reports whether it may.
+func (sess *Session) loadDormant(sc *serverConn) bool {
+	cfg := sc.cfg
+	if cfg.Transport() != config.TransportStdio {
+		return false
+	}
+	if cfg.Required && cfg.Readiness() != config.ReadinessCatalog {
+		return false
+	}
+	disk := sess.env.disk
+	if disk == nil {
+		return false
+	}
+	entry, err := disk.Load(sc.scopeKey)
+	if err != nil {
+		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored: %v", sc.name, err))
+		return false
+	}
+	if entry == nil {
+		return false
+	}
+	all, err := catalog.ParseTools(sc.name, entry.Tools)
+	if err != nil {
+		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored: %v", sc.name, err))
+		return false
+	}
+	tools := sc.filter(all)
+	if len(tools) == 0 {
+		return false
+	}
+	sc.tools = tools
+	sc.catalogSrc = protocol.CatalogCached
+	sc.revision++
+	return true
+}
