@@ -140,17 +140,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	return result{value: protocol.InitializeResult{
 		ServerInfo:   protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
 		Capabilities: protocol.SidecarCapabilities{Features: features},
-		Launcher:     launcherStatus(env.launcher),
+		Launcher:     env.launcher.Report(),
 		Servers:      slices.Clone(env.order),
 	}}, nil
-}
-
-func launcherStatus(r launcherprobe.Result) protocol.LauncherStatus {
-	st := protocol.LauncherStatus{Status: string(r.Status), Reason: r.Reason}
-	if st.Status == "" {
-		st.Status = string(launcherprobe.StatusUnavailable)
-	}
-	return st
 }
 
 // launcherPath is the verified launcher, or "".

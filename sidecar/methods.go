@@ -136,7 +136,11 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 		Transport:  conn.Transport(),
 	})
 	for _, k := range dropped {
-		s.logger.Warn("host meta key dropped: sandbox keys come only from sandboxState", "server", sc.name, "tool", bound.Name, "key", k)
+		why := "not a valid JSON value"
+		if sandbox.IsSandboxKey(k) {
+			why = "sandbox keys come only from sandboxState"
+		}
+		s.logger.Warn("host meta key dropped", "server", sc.name, "tool", bound.Name, "key", k, "why", why)
 	}
 
 	if tok, ok := p.Meta["progressToken"]; ok {
@@ -604,7 +608,7 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcherStatus(sess.env.launcher)}
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: sess.env.launcher.Report()}
 	for _, sc := range sess.allServers() {
 		res.Servers = append(res.Servers, sc.status())
 	}
@@ -634,7 +638,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
-		ls := launcherStatus(sc.sess.env.launcher)
+		ls := sc.sess.env.launcher.Report()
 		st.Launcher = &ls
 	} else {
 		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
