@@ -233,9 +233,15 @@ func TestParseTools(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParseTools (-want +got):\n%s", diff)
 	}
-	wire := tools[0].Wire()
-	if wire.Tool != "n" || wire.Server != "srv" || string(wire.InputSchema) != string(tools[0].InputSchema) {
-		t.Errorf("Wire = %+v", wire)
+	tools[0].Qualified = "mcp__srv__n"
+	wire, err := tools[0].WireJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWire := `{"name":"mcp__srv__n","server":"srv","tool":"n","title":"T","description":"D","inputSchema":{"type":"object","b":1,"a":12345678901234567890},` +
+		`"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"_meta":{"k":"v"},"x-extra":[1]}`
+	if string(wire) != wantWire {
+		t.Errorf("WireJSON:\n got %s\nwant %s", wire, wantWire)
 	}
 
 	errTests := []struct {

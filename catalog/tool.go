@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
 // Tool is one tool of one server, kept as the bytes the server sent.
@@ -23,19 +21,52 @@ type Tool struct {
 	InputSchema, OutputSchema, Annotations, Meta json.RawMessage
 }
 
-// Wire is the tool as the host sees it in tools/list.
-func (t *Tool) Wire() protocol.Tool {
-	return protocol.Tool{
-		Name:         t.Qualified,
-		Server:       t.Server,
-		Tool:         t.Name,
-		Title:        t.Title,
-		Description:  t.Description,
-		InputSchema:  t.InputSchema,
-		OutputSchema: t.OutputSchema,
-		Annotations:  t.Annotations,
-		Meta:         t.Meta,
+// WireJSON is the tool as the host sees it in tools/list: the server's
+// tool object with "name" replaced by the qualified name, and "server" and
+// "tool" (the raw name) added in front. Every other member keeps the
+// server's bytes and order, including members this version does not know
+// (such as execution): the host sees what the server published. Members
+// named "server" or "tool" in the server's object give way to the
+// sidecar's.
+func (t *Tool) WireJSON() (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.Grow(len(t.Raw) + len(t.Qualified) + len(t.Server) + len(t.Name) + 32)
+	b.WriteString(`{"name":`)
+	writeJSONString(&b, t.Qualified)
+	b.WriteString(`,"server":`)
+	writeJSONString(&b, t.Server)
+	b.WriteString(`,"tool":`)
+	writeJSONString(&b, t.Name)
+	dec := json.NewDecoder(bytes.NewReader(t.Raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("tool %q of server %q is not a JSON object", t.Name, t.Server)
 	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("tool %q of server %q: %w", t.Name, t.Server, err)
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, fmt.Errorf("tool %q of server %q: member %q: %w", t.Name, t.Server, key, err)
+		}
+		switch key {
+		case "name", "server", "tool":
+			continue
+		}
+		b.WriteByte(',')
+		writeJSONString(&b, key)
+		b.WriteByte(':')
+		b.Write(value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always marshals
+	b.Write(enc)
 }
 
 // wireTool is the decoding shape of an MCP tool. Every structured member is

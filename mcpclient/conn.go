@@ -281,8 +281,8 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 // server with the host's raw answers. go-sdk would answer roots/list from
 // Client.AddRoots and validate elicitation through its own types; a
 // receiving middleware sees the request first and keeps both verbatim on
-// the way back. The params reaching the host are go-sdk's decoding of the
-// server's (field order inside requestedSchema is not preserved).
+// the way back. Over stdio the params reaching the host are the server's
+// bytes; over HTTP they are go-sdk's decoding (key order not preserved).
 func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -305,9 +305,12 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			if !c.opts.Elicitation || c.opts.Handlers.Elicit == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
 			}
-			params, err := json.Marshal(req.GetParams())
-			if err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+			params, ok := c.verbatimParams(req)
+			if !ok {
+				var err error
+				if params, err = json.Marshal(req.GetParams()); err != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+				}
 			}
 			ctx, stop := c.bindLife(ctx)
 			defer stop()
@@ -323,6 +326,15 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// verbatimParams returns the params of a relayed server request as the
+// server sent them, when the read path kept them (stdio).
+func (c *Conn) verbatimParams(req mcp.Request) (json.RawMessage, bool) {
+	if c.raw == nil {
+		return nil, false
+	}
+	return c.raw.incoming.take(req.GetParams().GetMeta())
 }
 
 // wireError turns a handler's error into the JSON-RPC error the server

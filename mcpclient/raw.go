@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -131,6 +132,79 @@ type rawConn struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*rawSink
+
+	// incoming keeps the verbatim params of server requests that are
+	// relayed to the host (elicitation/create), keyed by a reference the
+	// read path adds to the request's _meta; go-sdk's decoding would sort
+	// the keys of requestedSchema (the order of the form's fields) and add
+	// empty members.
+	incoming incomingParams
+}
+
+// rawParamsRefKey is the private _meta key that carries the reference from
+// the read path to the receiving middleware.
+const rawParamsRefKey = "io.github.mcp-sidecar/raw-params-ref"
+
+// maxStashedParams bounds incoming: a request go-sdk rejects before the
+// middleware runs leaves its entry behind.
+const maxStashedParams = 64
+
+type incomingParams struct {
+	mu    sync.Mutex
+	next  uint64
+	order []string
+	byRef map[string]json.RawMessage
+}
+
+// stash keeps params and returns the params to hand to go-sdk: the same
+// object with the reference added to its _meta.
+func (p *incomingParams) stash(params json.RawMessage) json.RawMessage {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(params, &members); err != nil || members == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if m, ok := members["_meta"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return params
+		}
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	p.mu.Lock()
+	p.next++
+	ref := strconv.FormatUint(p.next, 10)
+	if p.byRef == nil {
+		p.byRef = map[string]json.RawMessage{}
+	}
+	p.byRef[ref] = bytes.Clone(params)
+	p.order = append(p.order, ref)
+	for len(p.order) > maxStashedParams {
+		delete(p.byRef, p.order[0])
+		p.order = p.order[1:]
+	}
+	p.mu.Unlock()
+	meta[rawParamsRefKey], _ = json.Marshal(ref)
+	members["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(members)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// take returns the verbatim params for the reference in meta, once.
+func (p *incomingParams) take(meta map[string]any) (json.RawMessage, bool) {
+	ref, _ := meta[rawParamsRefKey].(string)
+	if ref == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	raw, ok := p.byRef[ref]
+	delete(p.byRef, ref)
+	return raw, ok
 }
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -146,6 +220,9 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && req.Method == "elicitation/create" {
+		req.Params = c.incoming.stash(req.Params)
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
 		var p mcp.ProgressNotificationParams
 		if json.Unmarshal(req.Params, &p) == nil {

@@ -59,6 +59,11 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
 		},
 		ToolListChanged: sc.onToolListChanged,
+		ResourceListChanged: func() {
+			sc.mu.Lock()
+			sc.resourceGen++
+			sc.mu.Unlock()
+		},
 	}
 	if env.hostCaps.Elicitation {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {

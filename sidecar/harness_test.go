@@ -8,13 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"go.uber.org/goleak"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -31,9 +34,17 @@ func TestMain(m *testing.M) {
 	fixture.Main()
 	if os.Getenv(serveEnv) == "1" {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		os.Exit(sidecar.Serve(context.Background(), os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger}))
+		// The signals main.go stops on, so that signal tests drive the
+		// same path as the real binary.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		code := sidecar.Serve(ctx, os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger})
+		stop()
+		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// Every session, startup round, watcher and relay goroutine has an owner
+	// that ends it; none may outlive the tests. Only the test run is
+	// checked: the fixture and serve modes above exit on their own.
+	goleak.VerifyTestMain(m)
 }
 
 // testTimeout is a safety net for waits in tests, never the thing tested.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -43,6 +44,33 @@ type environment struct {
 	startSem     *semaphore.Weighted
 	shared       *catalog.SharedListings
 	disk         *catalog.DiskCache
+
+	// badCache holds the scope keys whose unusable cache file was already
+	// reported: one bad file is reported once, not once per session.
+	badCacheMu sync.Mutex
+	badCache   map[string]bool
+}
+
+// reportBadCache reports whether the unusable cache file of key is news.
+func (e *environment) reportBadCache(key string) bool {
+	e.badCacheMu.Lock()
+	defer e.badCacheMu.Unlock()
+	if e.badCache[key] {
+		return false
+	}
+	if e.badCache == nil {
+		e.badCache = map[string]bool{}
+	}
+	e.badCache[key] = true
+	return true
+}
+
+// cacheRepaired forgets that key's file was bad: a later corruption is
+// news again.
+func (e *environment) cacheRepaired(key string) {
+	e.badCacheMu.Lock()
+	delete(e.badCache, key)
+	e.badCacheMu.Unlock()
 }
 
 func (e *environment) feature(name string) bool {

@@ -41,9 +41,16 @@ func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result,
 }
 
 // listing renders the session catalog restricted to scs.
-func (sess *Session) listing(scs []*serverConn) protocol.ToolsListResult {
+// toolsListWire is protocol.ToolsListResult as sent: each tool is the
+// server's object, rendered once per catalog change (catalog.WireJSON).
+type toolsListWire struct {
+	Tools   []json.RawMessage        `json:"tools"`
+	Servers []protocol.ServerCatalog `json:"servers"`
+}
+
+func (sess *Session) listing(scs []*serverConn) toolsListWire {
 	cat := sess.snapshot()
-	res := protocol.ToolsListResult{Tools: []protocol.Tool{}, Servers: []protocol.ServerCatalog{}}
+	res := toolsListWire{Tools: []json.RawMessage{}, Servers: []protocol.ServerCatalog{}}
 	want := make(map[string]bool, len(scs))
 	for _, sc := range scs {
 		want[sc.name] = true
@@ -55,9 +62,9 @@ func (sess *Session) listing(scs []*serverConn) protocol.ToolsListResult {
 		sc.mu.Unlock()
 		res.Servers = append(res.Servers, entry)
 	}
-	for _, t := range cat.tools {
+	for i, t := range cat.tools {
 		if want[t.Server] {
-			res.Tools = append(res.Tools, t.Wire())
+			res.Tools = append(res.Tools, cat.wire[i])
 		}
 	}
 	return res
@@ -367,8 +374,9 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 	}
 	if errors.Is(err, mcpclient.ErrConnectionLost) {
 		sc.lost(conn)
-		e := protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
-			fmt.Sprintf("server %q: connection lost: %v", sc.name, err)).WithServer(sc.name, tool).Retry()
+		// mcpclient's errors already name the server and say the
+		// connection was lost.
+		e := protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost, err.Error()).WithServer(sc.name, tool).Retry()
 		e.Data.Stderr = conn.StderrTail()
 		return e
 	}
@@ -479,11 +487,61 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 	if len(mimeTypes) == 0 {
 		mimeTypes = discoverMimeTypes
 	}
-	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sess, err := s.session(p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
-	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), conn.ListResourcesPage)
+	if p.Server == "" {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "server is required")
+	}
+	sc, err := sess.server(p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	var conn *mcpclient.Conn
+	if sess.env.feature(FeatureEarlyDiscovery) {
+		conn, err = sc.initializedConn(ctx)
+	} else {
+		conn, err = sc.ready(ctx)
+	}
+	if err != nil {
+		return result{}, callerError(ctx, err)
+	}
+	sc.mu.Lock()
+	gen := sc.resourceGen
+	sc.mu.Unlock()
+	// A result is assembled from pages of one connection and one resource
+	// generation, or rejected: never mixed.
+	changed := func() error {
+		sc.mu.Lock()
+		moved := sc.resourceGen != gen
+		replaced := sc.conn != nil && sc.conn != conn
+		sc.mu.Unlock()
+		select {
+		case <-conn.Done():
+			replaced = true
+		default:
+		}
+		switch {
+		case replaced:
+			return discoveryRejected(sc.name, "the connection was replaced")
+		case moved:
+			return discoveryRejected(sc.name, "the server's resources changed (notifications/resources/list_changed)")
+		}
+		return nil
+	}
+	fetch := func(ctx context.Context, cursor string) (json.RawMessage, error) {
+		if err := changed(); err != nil {
+			return nil, err
+		}
+		return conn.ListResourcesPage(ctx, cursor)
+	}
+	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), fetch)
+	// A page that failed because its connection was replaced is a
+	// rejection too, not a connection error.
+	if cerr := changed(); cerr != nil {
+		err = cerr
+	}
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
 	}
@@ -497,6 +555,11 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		}
 	}
 	return result{value: map[string][]json.RawMessage{"resources": found}}, nil
+}
+
+func discoveryRejected(server, why string) *protocol.Error {
+	return protocol.NewError(protocol.CodeDiscoveryRejected, protocol.KindDiscoveryRejected,
+		fmt.Sprintf("resource discovery of server %q rejected: %s while pages were fetched; discover again", server, why)).WithServer(server, "").Retry()
 }
 
 func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result, error) {
@@ -574,19 +637,20 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
 	}
-	// Replace whatever runs now with a fresh, eager, live startup.
+	// Replace whatever runs now with a fresh, eager, live startup. The
+	// server is marked starting before its old connection goes, so no
+	// request ever sees it ready without a connection.
+	launch := sess.prepareRound([]string{sc.name})
 	sc.mu.Lock()
+	a := sc.attempt
 	old := sc.conn
 	sc.conn = nil
+	sc.restarts++
+	sc.crashes = 0
 	sc.mu.Unlock()
 	if old != nil {
 		old.Close()
 	}
-	launch := sess.prepareRound([]string{sc.name})
-	sc.mu.Lock()
-	a := sc.attempt
-	sc.restarts++
-	sc.mu.Unlock()
 	go launch()
 	select {
 	case <-a.done:

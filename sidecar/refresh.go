@@ -31,8 +31,11 @@ func (sc *serverConn) isStale() bool {
 	return sc.isStaleLocked()
 }
 
+// isStaleLocked reports a catalog a notification marked stale; with
+// mcp_tool_list_changed off notifications change nothing, so nothing is
+// stale.
 func (sc *serverConn) isStaleLocked() bool {
-	return sc.state == protocol.StateReady && sc.list.changes != sc.list.listed
+	return sc.sess.env.feature(FeatureToolListChanged) && sc.state == protocol.StateReady && sc.list.changes != sc.list.listed
 }
 
 // onToolListChanged runs on go-sdk's notification goroutine: it records and

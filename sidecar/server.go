@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -253,7 +254,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 func (s *Server) invoke(ctx context.Context, method string, h handlerFunc, params json.RawMessage) (res result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.logger.Error("handler panic", "method", method, "panic", r)
+			s.logger.Error("handler panic", "method", method, "panic", r, "stack", string(debug.Stack()))
 			err = protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("internal error in %s: %v", method, r))
 		}
 	}()

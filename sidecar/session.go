@@ -38,6 +38,9 @@ type Session struct {
 	closed  bool
 	catalog sessionCatalog
 
+	startMu   sync.Mutex // serialises startLater
+	rebuildMu sync.Mutex // serialises rebuildCatalog
+
 	// rounds tracks startup-round goroutines so close can wait for them.
 	rounds sync.WaitGroup
 }
@@ -45,13 +48,15 @@ type Session struct {
 // sessionCatalog is the session's qualified view of all its servers' tools,
 // rebuilt whenever one server's tools change.
 type sessionCatalog struct {
-	tools  []catalog.Tool // in server order, then the server's own order
+	tools  []catalog.Tool    // in server order, then the server's own order
+	wire   []json.RawMessage // tools[i] as tools/list shows it, rendered once per rebuild
 	byName map[string]toolRef
 }
 
 type toolRef struct {
 	sc   *serverConn
 	tool catalog.Tool
+	wire json.RawMessage
 }
 
 // startAttempt is one startup of one server. done closes when it ends.
@@ -59,6 +64,11 @@ type startAttempt struct {
 	round int
 	done  chan struct{}
 	err   error // set before done closes
+
+	// initialized closes once conn has completed initialize, before the
+	// first tools/list: early resource discovery may use it from then on.
+	initialized chan struct{}
+	conn        *mcpclient.Conn
 }
 
 // serverConn is one server in one session.
@@ -85,6 +95,10 @@ type serverConn struct {
 	nextRestart time.Time
 	backoff     time.Duration
 	list        listState
+	// resourceGen counts notifications/resources/list_changed: early
+	// discovery rejects a result assembled across a change.
+	resourceGen uint64
+	crashes     int // crashes since the last stable run
 }
 
 func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
@@ -243,7 +257,7 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 	scs := make([]*serverConn, len(names))
 	for i, name := range names {
 		sc := sess.servers[name]
-		a := &startAttempt{round: round, done: make(chan struct{})}
+		a := &startAttempt{round: round, done: make(chan struct{}), initialized: make(chan struct{})}
 		sc.mu.Lock()
 		sc.state = protocol.StateStarting
 		sc.attempt = a
@@ -303,7 +317,7 @@ func (sc *serverConn) start(a *startAttempt) {
 	ctx, cancel := context.WithTimeoutCause(sess.ctx, timeout, errStartupTimeout)
 	defer cancel()
 
-	conn, tools, err := sc.connectAndList(ctx)
+	conn, tools, err := sc.connectAndList(ctx, a)
 	if err != nil {
 		switch {
 		case sess.ctx.Err() != nil:
@@ -329,7 +343,7 @@ func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
 
-func (sc *serverConn) connectAndList(ctx context.Context) (*mcpclient.Conn, []catalog.Tool, error) {
+func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcpclient.Conn, []catalog.Tool, error) {
 	sess := sc.sess
 	env := sess.env
 	if err := env.startSem.Acquire(ctx, 1); err != nil {
@@ -340,6 +354,8 @@ func (sc *serverConn) connectAndList(ctx context.Context) (*mcpclient.Conn, []ca
 	if err != nil {
 		return nil, nil, err
 	}
+	a.conn = conn
+	close(a.initialized)
 	sc.mu.Lock()
 	gen := sc.list.changes
 	sc.mu.Unlock()
@@ -367,7 +383,9 @@ func (sc *serverConn) storeCache(conn *mcpclient.Conn, items []json.RawMessage) 
 	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: time.Now(), Tools: items}
 	if err := disk.Store(sc.scopeKey, entry); err != nil {
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q not written: %v", sc.name, err))
+		return
 	}
+	sc.sess.env.cacheRepaired(sc.scopeKey)
 }
 
 // listTools fetches the whole catalog of conn; share lets overlapping
@@ -427,7 +445,10 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	sc.mu.Lock()
 	superseded := sc.attempt != a
 	closed := sess.ctx.Err() != nil
-	if err == nil && (superseded || closed) {
+	// A connection that came up for a startup nobody wants any more is
+	// closed here, or its process would outlive the session.
+	drop := err == nil && (superseded || closed)
+	if drop {
 		err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
 			fmt.Sprintf("startup of server %q cancelled", sc.name)).WithServer(sc.name, "")
 	}
@@ -435,9 +456,11 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	changed := false
 	if !superseded {
 		if err == nil {
+			// The state stays starting until the session catalog holds
+			// these tools: a request must never see the server ready
+			// without them.
 			changed = sc.catalogSrc == protocol.CatalogCached && !sameTools(sc.tools, tools)
 			sc.conn = conn
-			sc.state = protocol.StateReady
 			sc.tools = tools
 			sc.catalogSrc = protocol.CatalogLive
 			sc.revision++
@@ -452,11 +475,16 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		}
 	}
 	sc.mu.Unlock()
-	if err == nil && (superseded || closed) {
+	if drop {
 		conn.Close()
 	}
 	if err == nil {
 		sess.rebuildCatalog()
+		sc.mu.Lock()
+		if sc.attempt == a && sc.conn == conn {
+			sc.state = protocol.StateReady
+		}
+		sc.mu.Unlock()
 		go sc.watch(conn)
 	}
 	st := protocol.StartupStatusParams{SessionID: sess.id, Server: sc.name, Round: a.round}
@@ -512,18 +540,32 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 	if err := conn.Err(); err != nil {
 		msg = fmt.Sprintf("server %q connection lost: %v", sc.name, err)
 	}
-	sc.lastErr = msg
 	// Bounded exponential backoff between restarts: 1 s doubling to 30 s;
-	// a server that stayed up five minutes starts over at 1 s.
-	if time.Since(sc.startedAt) > 5*time.Minute || sc.backoff == 0 {
+	// a server that stayed up five minutes starts over at 1 s. A server
+	// that keeps crashing is reported failed instead of restarted forever.
+	if time.Since(sc.startedAt) > stableUptime || sc.backoff == 0 {
 		sc.backoff = time.Second
+		sc.crashes = 0
 	} else {
 		sc.backoff = min(2*sc.backoff, 30*time.Second)
 	}
+	sc.crashes++
+	if sc.crashes >= maxCrashes {
+		sc.state = protocol.StateFailed
+		msg = fmt.Sprintf("%s; it crashed %d times in a row, so it is not restarted again (servers/reconnect restarts it)", msg, sc.crashes)
+	}
+	sc.lastErr = msg
 	sc.nextRestart = time.Now().Add(sc.backoff)
 	sc.mu.Unlock()
 	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
 }
+
+// Crash-loop bounds (issue 7): a run shorter than stableUptime counts
+// towards maxCrashes.
+const (
+	stableUptime = 5 * time.Minute
+	maxCrashes   = 5
+)
 
 // ready returns a live connection for sc, waiting for a startup in flight
 // and restarting a crashed or dormant server. The wait is bounded by ctx;
@@ -583,9 +625,40 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 	}
 }
 
+// initializedConn returns a connection that has completed initialize,
+// without waiting for its first tools/list (early resource discovery,
+// DESIGN.md 4.5). It reuses the startup's one connection and handshake; a
+// startup that fails or is cancelled passes its error on.
+func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
+	for {
+		sc.mu.Lock()
+		st, a := sc.state, sc.attempt
+		sc.mu.Unlock()
+		switch st {
+		case protocol.StateStarting:
+			select {
+			case <-a.initialized:
+				return a.conn, nil
+			case <-a.done:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case protocol.StateDormant:
+			sc.sess.startLater(sc)
+			continue
+		default:
+			return sc.ready(ctx)
+		}
+	}
+}
+
 // startLater starts one server in a new round of its own (a dormant server
 // on first use, or a crashed one on next use). It does not wait.
 func (sess *Session) startLater(sc *serverConn) {
+	// One check-and-mark at a time: two first uses at once start one round.
+	sess.startMu.Lock()
+	defer sess.startMu.Unlock()
 	sc.mu.Lock()
 	if sc.state == protocol.StateStarting || sc.state == protocol.StateReady {
 		sc.mu.Unlock()
@@ -616,8 +689,13 @@ func waitStarting(ctx context.Context, scs []*serverConn) error {
 }
 
 // rebuildCatalog recomputes the session's qualified names over every
-// server that has a catalog.
+// server that has a catalog. Rebuilds are serialised, so an older view can
+// never overwrite a newer one, and each tool's wire form is reused from the
+// previous catalog when its name and bytes did not change: startup of many
+// servers does not re-render every tool once per server.
 func (sess *Session) rebuildCatalog() {
+	sess.rebuildMu.Lock()
+	defer sess.rebuildMu.Unlock()
 	var all []catalog.Tool
 	for _, name := range sess.names {
 		sc := sess.servers[name]
@@ -628,12 +706,24 @@ func (sess *Session) rebuildCatalog() {
 		sc.mu.Unlock()
 	}
 	catalog.Qualify(all, sess.env.maxNameBytes)
+	prev := sess.snapshot().byName
 	byName := make(map[string]toolRef, len(all))
-	for _, t := range all {
-		byName[t.Qualified] = toolRef{sc: sess.servers[t.Server], tool: t}
+	wire := make([]json.RawMessage, len(all))
+	for i, t := range all {
+		if old, ok := prev[t.Qualified]; ok && old.tool.Server == t.Server && string(old.tool.Raw) == string(t.Raw) {
+			wire[i] = old.wire
+		} else {
+			w, err := t.WireJSON()
+			if err != nil { // ParseTools accepted the object: cannot happen
+				sess.srv.logger.Error("rendering tool", "err", err)
+				w = json.RawMessage(`{}`)
+			}
+			wire[i] = w
+		}
+		byName[t.Qualified] = toolRef{sc: sess.servers[t.Server], tool: t, wire: wire[i]}
 	}
 	sess.mu.Lock()
-	sess.catalog = sessionCatalog{tools: all, byName: byName}
+	sess.catalog = sessionCatalog{tools: all, wire: wire, byName: byName}
 	sess.mu.Unlock()
 }
 
@@ -672,16 +762,17 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 		return false
 	}
 	entry, err := disk.Load(sc.scopeKey)
+	var all []catalog.Tool
+	if err == nil && entry != nil {
+		all, err = catalog.ParseTools(sc.name, entry.Tools)
+	}
 	if err != nil {
-		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored: %v", sc.name, err))
+		if sess.env.reportBadCache(sc.scopeKey) {
+			sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored (it is replaced at the next live listing): %v", sc.name, err))
+		}
 		return false
 	}
 	if entry == nil {
-		return false
-	}
-	all, err := catalog.ParseTools(sc.name, entry.Tools)
-	if err != nil {
-		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored: %v", sc.name, err))
 		return false
 	}
 	tools := sc.filter(all)
