@@ -29,7 +29,12 @@ Usage:
   mcp-sidecar [serve] [flags]        speak the host protocol on stdin/stdout (what harnesses spawn)
   mcp-sidecar demo                   run a harness against the embedded example server and show what it sees
   mcp-sidecar example-server [flags] serve the embedded example MCP server on stdio
-  mcp-sidecar version                print the version
+  mcp-sidecar doctor [flags]         check the MCP servers of your config files: start each, show a table
+  mcp-sidecar tools [flags]          list the qualified tool catalog and each server's disk cache state
+  mcp-sidecar call SERVER TOOL [JSON-ARGS] [flags]
+                                     call one tool; print the result and the _meta the server got
+  mcp-sidecar probe-launcher PATH    run the sandbox launcher probe on PATH and explain the verdict
+  mcp-sidecar version, --version     print the version
   mcp-sidecar help [command]         show help
 
 Run 'mcp-sidecar help <command>' for a command's flags and examples.
@@ -43,6 +48,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if c, ok := topLevelFlag(args); ok {
+		cmd, args = c, args[1:]
 	}
 	switch cmd {
 	case "serve":
@@ -51,6 +58,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return demoCmd(args, stdout, stderr)
 	case "example-server":
 		return exampleServerCmd(args, stderr)
+	case "doctor":
+		return doctorCmd(args, stdin, stdout, stderr)
+	case "tools":
+		return toolsCmd(args, stdin, stdout, stderr)
+	case "call":
+		return callCmd(args, stdin, stdout, stderr)
+	case "probe-launcher":
+		return probeLauncherCmd(args, stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mcp-sidecar", version)
 		return 0
@@ -74,6 +89,14 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		return demoCmd([]string{"-h"}, stdout, stdout)
 	case "example-server":
 		return exampleServerCmd([]string{"-h"}, stdout)
+	case "doctor":
+		return doctorCmd([]string{"-h"}, nil, stdout, stdout)
+	case "tools":
+		return toolsCmd([]string{"-h"}, nil, stdout, stdout)
+	case "call":
+		return callCmd([]string{"-h"}, nil, stdout, stdout)
+	case "probe-launcher":
+		return probeLauncherCmd([]string{"-h"}, nil, stdout, stdout)
 	}
 	fmt.Fprintf(stderr, "mcp-sidecar: no help for unknown command %q\n", args[0])
 	return 2

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -329,8 +330,10 @@ func (sc *serverConn) start(a *startAttempt) {
 		default:
 			var pe *protocol.Error
 			if !errors.As(err, &pe) {
+				// mcpclient's errors name the server already.
+				why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", sc.name))
 				err = protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
-					fmt.Sprintf("server %q failed to start: %v", sc.name, err)).WithServer(sc.name, "").Retry()
+					fmt.Sprintf("server %q failed to start: %s", sc.name, why)).WithServer(sc.name, "").Retry()
 			}
 		}
 	}

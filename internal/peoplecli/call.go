@@ -1,0 +1,369 @@
+package peoplecli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+// CallDoc is the call command's help text.
+const CallDoc = `Usage: mcp-sidecar call SERVER TOOL [JSON-ARGS] [--sandbox-state FILE] [flags]
+
+Starts SERVER from your config files (as for doctor), calls its tool TOOL
+(the server's own name for it, not the qualified one) once through the
+sidecar, prints the result and stops the server. JSON-ARGS is the
+arguments object; "-" reads it from stdin; without it the tool gets {}.
+
+The result is shown readably: text content as text, other content
+summarised, structuredContent as indented JSON, and isError said plainly.
+Then comes the _meta the server received. The sidecar does not echo it, so
+it is recomputed with the function the sidecar uses (sandbox.BuildMeta)
+from the same inputs: your --meta entries, the --sandbox-state policy, the
+sandbox capability the server advertised (from servers/status) and the
+launcher (--launcher, if it passed the probe, and only for stdio servers).
+The sandbox keys (codex/sandbox-state, its copy codex/sandbox-state-meta,
+codex/sandbox-launcher) go only to servers that advertise
+codex/sandbox-state; the policy is sent as the bytes in FILE.
+
+Servers that ask the user (elicitation) or for roots are told the host
+handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
+error or an isError result, 2 for a bad command line.
+
+Examples:
+  mcp-sidecar call github search_issues '{"query":"is:open label:bug"}'
+  mcp-sidecar call example sandbox_info --sandbox-state policy.json --launcher "$(command -v codex)"
+  echo '{"text":"hi"}' | mcp-sidecar call example echo - --json
+`
+
+type callReport struct {
+	Server            string          `json:"server"`
+	Tool              string          `json:"tool"`
+	Result            json.RawMessage `json:"result"`
+	MetaSent          map[string]any  `json:"metaSent"`
+	SandboxCapability string          `json:"sandboxCapability"`
+}
+
+// Call runs the call command.
+func Call(ctx context.Context, env Env, args []string) int {
+	fs := newFlagSet("call", CallDoc, env.Stderr)
+	var files stringList
+	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
+	stateFile := fs.String("sandbox-state", "", "`FILE` holding the call's sandbox policy, one JSON value (\"-\": stdin)")
+	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
+	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
+	timeout := fs.Duration("timeout", 0, "call timeout (default: the server's tool_timeout_sec)")
+	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
+	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
+	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(env.Stderr, "mcp-sidecar call: "+format+"\n", a...)
+		fmt.Fprintln(env.Stderr, "Run 'mcp-sidecar call --help' for usage.")
+		return exitUsage
+	}
+	if len(pos) < 2 || len(pos) > 3 {
+		return usage("want SERVER TOOL [JSON-ARGS], got %d arguments", len(pos))
+	}
+	server, tool := pos[0], pos[1]
+	stdinUsed := false
+	arguments := json.RawMessage(`{}`)
+	if len(pos) == 3 {
+		raw := []byte(pos[2])
+		if pos[2] == "-" {
+			stdinUsed = true
+			if raw, err = readAll(env.Stdin, "stdin"); err != nil {
+				return usage("%v", err)
+			}
+		}
+		if !isObject(raw) {
+			return usage("JSON-ARGS must be one JSON object, like '{\"text\":\"hi\"}'")
+		}
+		arguments = bytes.TrimSpace(raw)
+	}
+	var state json.RawMessage
+	if *stateFile != "" {
+		if *stateFile == "-" && stdinUsed {
+			return usage("JSON-ARGS and --sandbox-state cannot both come from stdin")
+		}
+		state, err = readFileOrStdin(*stateFile, env.Stdin)
+		if err != nil {
+			return usage("--sandbox-state: %v", err)
+		}
+		if !sandbox.StatePresent(state) {
+			return usage("--sandbox-state: %s holds no policy", *stateFile)
+		}
+		if err := sandbox.ValidateState(state); err != nil {
+			return usage("--sandbox-state %s: %v", *stateFile, err)
+		}
+	}
+	hostMeta := map[string]json.RawMessage{}
+	if *metaArg != "" {
+		if !isObject([]byte(*metaArg)) || json.Unmarshal([]byte(*metaArg), &hostMeta) != nil {
+			return usage("--meta must be one JSON object")
+		}
+	}
+	if *showProgress {
+		hostMeta["progressToken"] = json.RawMessage(`"mcp-sidecar-call"`)
+	}
+	if *timeout < 0 {
+		return usage("--timeout must not be negative")
+	}
+
+	stderr := &lockedWriter{w: env.Stderr}
+	l := loadConfig(env, files)
+	if l.servers[server] == nil {
+		for _, e := range l.invalid(server) {
+			fmt.Fprintln(stderr, "config error:", e.Error())
+		}
+		if len(l.invalid(server)) == 0 {
+			l.describeSources(stderr)
+			fmt.Fprintf(stderr, "mcp-sidecar call: no server %q in the config (servers: %s)\n", server, strings.Join(l.names, ", "))
+		}
+		return exitFailure
+	}
+	cfg := l.servers[server]
+
+	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: []string{server}, logOut: stderr})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar call:", err)
+		return exitFailure
+	}
+	defer sess.close(ctx)
+	if *showProgress {
+		sess.h.onNotification(func(n hostclient.Notification) {
+			if n.Method != protocol.NotifyProgress {
+				return
+			}
+			var p protocol.ProgressParams
+			if json.Unmarshal(n.Params, &p) != nil {
+				return
+			}
+			total := ""
+			if p.Value.Total != nil {
+				total = fmt.Sprintf("/%g", *p.Value.Total)
+			}
+			fmt.Fprintf(stderr, "progress %g%s %s\n", p.Value.Progress, total, p.Value.Message)
+		})
+	}
+
+	params := protocol.ToolsCallParams{SessionID: sess.id, Server: server, Tool: tool, Arguments: arguments, SandboxState: state, TimeoutMs: timeout.Milliseconds()}
+	if len(hostMeta) > 0 {
+		params.Meta = hostMeta
+	}
+	var raw json.RawMessage
+	callErr := sess.h.client.Call(ctx, protocol.MethodToolsCall, params, &raw)
+
+	// What the server received, recomputed from the same inputs.
+	st, err := sess.status(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar call:", err)
+		return exitFailure
+	}
+	var capability sandbox.Capability
+	for _, s := range st.Servers {
+		if s.Name == server {
+			capability = capabilityOf(s)
+		}
+	}
+	launcherPath := ""
+	if sess.init.Launcher.Status == "verified" && cfg.Transport() == config.TransportStdio {
+		launcherPath = *launcher
+	}
+	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
+		Capability: capability,
+		State:      state,
+		Launcher:   launcherPath,
+		HostMeta:   params.Meta,
+		Transport:  cfg.Transport(),
+	})
+
+	if callErr != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar call:", describeRPCError(callErr))
+		return exitFailure
+	}
+	var res struct {
+		Content    []json.RawMessage `json:"content"`
+		Structured json.RawMessage   `json:"structuredContent"`
+		IsError    bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		fmt.Fprintf(stderr, "mcp-sidecar call: the result is not a CallToolResult: %v\n", err)
+		return exitFailure
+	}
+	if *asJSON {
+		rep := callReport{Server: server, Tool: tool, Result: raw, MetaSent: meta, SandboxCapability: describeCapability(capability)}
+		if err := writeJSON(env.Stdout, rep); err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar call:", err)
+			return exitFailure
+		}
+	} else {
+		printResult(env.Stdout, res.Content, res.Structured, res.IsError)
+		printMeta(env.Stdout, server, meta, dropped, capability, state, *launcher, sess.init.Launcher)
+	}
+	if res.IsError {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool) {
+	if isError {
+		fmt.Fprintln(w, "The tool ran and reported an error (isError: true):")
+	}
+	for _, c := range content {
+		var item struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			MIMEType string `json:"mimeType"`
+			Data     string `json:"data"`
+			URI      string `json:"uri"`
+			Resource *struct {
+				URI      string `json:"uri"`
+				MIMEType string `json:"mimeType"`
+				Text     string `json:"text"`
+				Blob     string `json:"blob"`
+			} `json:"resource"`
+		}
+		if json.Unmarshal(c, &item) != nil {
+			fmt.Fprintf(w, "%s\n", c)
+			continue
+		}
+		switch item.Type {
+		case "text":
+			fmt.Fprintln(w, item.Text)
+		case "image", "audio":
+			fmt.Fprintf(w, "[%s %s, %d bytes of base64]\n", item.Type, item.MIMEType, len(item.Data))
+		case "resource_link":
+			fmt.Fprintf(w, "[resource link %s]\n", item.URI)
+		case "resource":
+			if item.Resource == nil {
+				fmt.Fprintf(w, "%s\n", c)
+				continue
+			}
+			if item.Resource.Blob != "" {
+				fmt.Fprintf(w, "[resource %s %s, %d bytes of base64]\n", item.Resource.URI, item.Resource.MIMEType, len(item.Resource.Blob))
+			} else {
+				fmt.Fprintf(w, "[resource %s]\n%s\n", item.Resource.URI, item.Resource.Text)
+			}
+		default:
+			fmt.Fprintf(w, "%s\n", c)
+		}
+	}
+	if len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null" {
+		fmt.Fprintln(w, "\nstructuredContent:")
+		fmt.Fprintln(w, indentJSON(structured, "  "))
+	}
+}
+
+func printMeta(w io.Writer, server string, meta map[string]any, dropped []string, c sandbox.Capability, state json.RawMessage, launcher string, ls protocol.LauncherStatus) {
+	fmt.Fprintf(w, "\n_meta sent to %s (recomputed with sandbox.BuildMeta from this call's inputs):\n", server)
+	if len(meta) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		b, err := marshalCompact(meta[k])
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		fmt.Fprintf(w, "  %s: %s\n", k, b)
+	}
+	switch {
+	case !c.OptedIn():
+		if sandbox.StatePresent(state) {
+			fmt.Fprintf(w, "The sandbox keys were left out: %s does not advertise codex/sandbox-state.\n", server)
+		}
+	case !sandbox.StatePresent(state):
+		fmt.Fprintf(w, "%s advertises %s, but no --sandbox-state was given, so no sandbox keys were sent.\n", server, describeCapability(c))
+	case launcher != "" && ls.Status != "verified":
+		fmt.Fprintf(w, "No codex/sandbox-launcher: %s is unavailable (%s).\n", launcher, ls.Reason)
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(w, "Dropped from --meta (only the sidecar sets sandbox keys; values must be JSON): %s\n", strings.Join(dropped, ", "))
+	}
+}
+
+func indentJSON(raw json.RawMessage, prefix string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, bytes.TrimSpace(raw), prefix, "  "); err != nil {
+		return prefix + string(raw)
+	}
+	return prefix + b.String()
+}
+
+// marshalCompact is v's JSON without HTML escaping: a json.RawMessage
+// keeps its bytes (whitespace compacted), big numbers included.
+func marshalCompact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// maxInput bounds JSON read from a file or stdin.
+const maxInput = 16 << 20
+
+func readAll(r io.Reader, what string) ([]byte, error) {
+	if r == nil {
+		return nil, fmt.Errorf("no %s", what)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("%s is larger than %d bytes", what, maxInput)
+	}
+	return b, nil
+}
+
+func readFileOrStdin(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		return readAll(stdin, "stdin")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f, path)
+}
+
+// isObject reports whether b is exactly one JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	if dec.Decode(&v) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF)
+}

@@ -1,0 +1,387 @@
+package peoplecli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+// DoctorDoc is doctor's help text.
+const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--launcher PATH] [--json]
+
+Checks the MCP servers a harness would get from your config files, the way
+the sidecar runs them. It reads the files (by default ~/.codex/config.toml,
+or $CODEX_HOME/config.toml, then ./.mcp.json and ./.vscode/mcp.json, each
+if present) and says which it read, reports every config error with its
+file, server and key, starts every enabled server at once (a live display on
+a terminal, plain lines otherwise, both on stderr) and prints a table:
+
+  SERVER      the server's name (* = required)
+  TRANSPORT   stdio or http
+  STATUS      ready, failed, cancelled, disabled, or invalid (config error)
+  STARTUP     from "starting" to ready or failed, as the host saw it
+  TOOLS       tools in the catalog after enabled_tools/disabled_tools
+  BYTES       the JSON of those tools as tools/list gives them to a harness
+  ~TOKENS     BYTES/4, a rough estimate of what the catalog costs a model
+  SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
+  LAUNCHER    whether calls to it would carry codex/sandbox-launcher
+  LAST STDERR the server's last stderr line, for a server that failed
+
+The servers are stopped when the check ends. Servers of an invalid config
+entry are not started; the others are (so one typo does not hide the rest).
+Exit status: 0 when the config is valid and every required server started,
+1 otherwise, 2 for a bad command line.
+
+Examples:
+  mcp-sidecar doctor
+  mcp-sidecar doctor --config ~/.codex/config.toml --config .mcp.json
+  mcp-sidecar doctor --launcher "$(command -v codex)"
+  mcp-sidecar doctor --json | jq '.servers[] | select(.status != "ready")'
+`
+
+// doctorReport is doctor's --json document.
+type doctorReport struct {
+	Files        []string                `json:"files"`
+	LookedFor    []string                `json:"lookedFor,omitempty"`
+	ConfigErrors []configError           `json:"configErrors"`
+	Notes        []string                `json:"notes,omitempty"`
+	Launcher     protocol.LauncherStatus `json:"launcher"`
+	Servers      []doctorServer          `json:"servers"`
+	OK           bool                    `json:"ok"`
+}
+
+type configError struct {
+	File    string `json:"file,omitempty"`
+	Server  string `json:"server,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+type doctorServer struct {
+	Name            string `json:"name"`
+	Source          string `json:"source,omitempty"`
+	Transport       string `json:"transport,omitempty"`
+	Required        bool   `json:"required"`
+	Status          string `json:"status"`
+	StartupMs       *int64 `json:"startupMs,omitempty"`
+	Tools           *int   `json:"tools,omitempty"`
+	CatalogBytes    *int   `json:"catalogBytes,omitempty"`
+	TokensEstimate  *int   `json:"catalogTokensEstimate,omitempty"`
+	Sandbox         string `json:"sandbox,omitempty"` // advertised capability names, comma-separated, or "none"
+	LauncherOK      bool   `json:"launcherEligible"`
+	LauncherWhy     string `json:"launcherReason,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	Error           string `json:"error,omitempty"`
+	LastStderr      string `json:"lastStderr,omitempty"`
+}
+
+// Doctor runs the doctor command.
+func Doctor(ctx context.Context, env Env, args []string) int {
+	fs := newFlagSet("doctor", DoctorDoc, env.Stderr)
+	var files stringList
+	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable; later files override earlier ones)")
+	asJSON := fs.Bool("json", false, "print one JSON document on stdout and no live display")
+	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable) to probe and judge per server")
+	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "mcp-sidecar doctor: unexpected argument %q (config files go with --config)\n", pos[0])
+		return exitUsage
+	}
+	stderr := &lockedWriter{w: env.Stderr}
+
+	l := loadConfig(env, files)
+	rep := doctorReport{Files: nonNil(l.files), LookedFor: l.looked, ConfigErrors: []configError{}, Notes: l.notes, Servers: []doctorServer{}}
+	for _, e := range l.problems {
+		rep.ConfigErrors = append(rep.ConfigErrors, configError{File: e.File, Server: e.Server, Key: e.Key, Message: e.Message})
+	}
+	if !*asJSON {
+		l.describeSources(env.Stdout)
+		printProblems(env.Stdout, l)
+	}
+
+	var prog progress
+	if !*asJSON && len(l.servers) > 0 {
+		prog = newProgress(env, stderr, l.names)
+		defer prog.finish()
+	}
+	var sess *session
+	if len(l.servers) > 0 {
+		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr})
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
+			return exitFailure
+		}
+		defer sess.close(ctx)
+	}
+	if prog != nil {
+		prog.finish()
+	}
+
+	statuses := map[string]protocol.ServerStatus{}
+	byServer := map[string][]protocol.Tool{}
+	if sess != nil {
+		rep.Launcher = sess.init.Launcher
+		list, err := sess.toolsList(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
+			return exitFailure
+		}
+		for _, t := range list.Tools {
+			byServer[t.Server] = append(byServer[t.Server], t)
+		}
+		st, err := sess.status(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
+			return exitFailure
+		}
+		for _, s := range st.Servers {
+			statuses[s.Name] = s
+		}
+	}
+
+	rep.OK = len(l.problems) == 0 && (len(l.files) > 0 || len(files) > 0)
+	for _, name := range l.names {
+		ds := doctorServer{Name: name}
+		cfg := l.servers[name]
+		if cfg == nil {
+			ds.Status = "invalid"
+			ds.Error = l.invalid(name)[0].Error()
+			rep.Servers = append(rep.Servers, ds)
+			continue
+		}
+		ds.Source, ds.Transport, ds.Required = cfg.Source, cfg.Transport(), cfg.Required
+		st, known := statuses[name]
+		run := sess.run(name)
+		switch {
+		case !known:
+			ds.Status = "not started"
+		case st.State == protocol.StateDisabled:
+			ds.Status = protocol.StateDisabled
+		case run.status != "":
+			ds.Status = run.status
+		default:
+			ds.Status = st.State
+		}
+		if d := run.elapsed(); d > 0 {
+			ms := d.Milliseconds()
+			ds.StartupMs = &ms
+		}
+		if running(st) {
+			tools := byServer[name]
+			n, size := len(tools), catalogBytes(tools)
+			tok := size / 4
+			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, &tok
+			ds.Sandbox = describeCapability(capabilityOf(st))
+			ds.ProtocolVersion = st.ProtocolVersion
+		}
+		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
+		if ds.Status == protocol.StatusFailed || ds.Status == protocol.StatusCancelled {
+			ds.Error = run.err
+			if ds.Error == "" {
+				ds.Error = st.LastError
+			}
+			ds.LastStderr = lastStderrLine(ds.Error, run.lastStderr)
+			if cfg.Required {
+				rep.OK = false
+			}
+		}
+		rep.Servers = append(rep.Servers, ds)
+	}
+
+	if *asJSON {
+		if err := writeJSON(env.Stdout, rep); err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
+			return exitFailure
+		}
+	} else {
+		printDoctorTable(env.Stdout, rep)
+	}
+	if !rep.OK {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printProblems(w io.Writer, l *loaded) {
+	if len(l.problems) > 0 {
+		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(l.problems))
+		for _, e := range l.problems {
+			fmt.Fprintln(w, "  "+e.Error())
+		}
+	}
+	for _, n := range l.notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	fmt.Fprintln(w)
+}
+
+func printDoctorTable(w io.Writer, rep doctorReport) {
+	if len(rep.Servers) == 0 {
+		fmt.Fprintln(w, "No MCP servers configured.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tSTARTUP\tTOOLS\tBYTES\t~TOKENS\tSANDBOX\tLAUNCHER\tLAST STDERR")
+	dash := func(p *int) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.Itoa(*p)
+	}
+	for _, s := range rep.Servers {
+		name := s.Name
+		if s.Required {
+			name += "*"
+		}
+		startup := "-"
+		if s.StartupMs != nil {
+			startup = formatDuration(msDuration(*s.StartupMs))
+		}
+		launcher := "no"
+		if s.LauncherOK {
+			launcher = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			name, orDash(s.Transport), s.Status, startup, dash(s.Tools), dash(s.CatalogBytes), dash(s.TokensEstimate),
+			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n* required. ~TOKENS is BYTES/4, a rough estimate.")
+	fmt.Fprintf(w, "Launcher: %s", rep.Launcher.Status)
+	if rep.Launcher.Reason == noCandidate {
+		fmt.Fprint(w, " (none given; try --launcher PATH)")
+	} else if rep.Launcher.Reason != "" {
+		fmt.Fprintf(w, " (%s)", rep.Launcher.Reason)
+	}
+	fmt.Fprintln(w)
+	var failed []doctorServer
+	for _, s := range rep.Servers {
+		// Invalid servers' errors were listed with the config errors.
+		if s.Error != "" && s.Status != "invalid" {
+			failed = append(failed, s)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintln(w, "\nProblems:")
+		for _, s := range failed {
+			printFailure(w, s)
+		}
+	}
+	// Without a verified launcher the line above says it all.
+	var why []string
+	for _, s := range rep.Servers {
+		if rep.Launcher.Status == "verified" && !s.LauncherOK && s.LauncherWhy != "" && s.Status == protocol.StatusReady {
+			why = append(why, fmt.Sprintf("  %s: %s", s.Name, s.LauncherWhy))
+		}
+	}
+	if len(why) > 0 {
+		fmt.Fprintln(w, "\nNo launcher for:")
+		for _, l := range why {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// noCandidate is the sidecar's reason when initialize named no launcher.
+const noCandidate = "no launcher candidate given in initialize.launcher"
+
+// launcherVerdict says whether a tools/call to the server would carry
+// codex/sandbox-launcher, by the rules the sidecar applies (DESIGN 4.6):
+// a local stdio server that opted in, and a launcher that passed the probe.
+func launcherVerdict(cfg *config.ServerConfig, st protocol.ServerStatus, launcher protocol.LauncherStatus) (bool, string) {
+	switch {
+	case cfg.Transport() != config.TransportStdio:
+		return false, "the launcher goes only to local stdio servers"
+	case !running(st):
+		return false, "not running, so its sandbox capability is unknown"
+	case !capabilityOf(st).OptedIn():
+		return false, "it does not advertise codex/sandbox-state"
+	case launcher.Status != "verified":
+		why := "no verified launcher"
+		if launcher.Reason == noCandidate {
+			why += " (no --launcher given)"
+		} else if launcher.Reason != "" {
+			why += ": " + launcher.Reason
+		}
+		return false, why
+	}
+	return true, ""
+}
+
+func describeCapability(c sandbox.Capability) string {
+	names := c.Advertised()
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// catalogBytes is the size of the tools' JSON as a harness receives them
+// in tools/list.
+func catalogBytes(tools []protocol.Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clip cuts s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+// stderrLines is how much of a failed server's stderr tail doctor shows;
+// --json has all of it.
+const stderrLines = 5
+
+func printFailure(w io.Writer, s doctorServer) {
+	head, tail, hasTail := strings.Cut(s.Error, "; stderr:\n")
+	fmt.Fprintf(w, "  %s: %s\n", s.Name, strings.ReplaceAll(head, "\n", "\n    "))
+	if !hasTail {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+	if n := len(lines) - stderrLines; n > 0 {
+		fmt.Fprintf(w, "    stderr (last %d of %d lines):\n", stderrLines, len(lines))
+		lines = lines[n:]
+	} else {
+		fmt.Fprintln(w, "    stderr:")
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, "      "+l)
+	}
+}

@@ -1,0 +1,111 @@
+package peoplecli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+)
+
+// host is an in-process sidecar and the host client speaking to it: the
+// host protocol over two pipes, exactly the bytes a harness would send.
+type host struct {
+	client    *hostclient.Client
+	serveDone chan struct{}
+
+	mu       sync.Mutex
+	handlers []func(hostclient.Notification)
+}
+
+// startHost starts sidecar.Serve in a goroutine it owns; close stops it.
+// The sidecar logs warnings and errors to logOut.
+func startHost(ctx context.Context, env Env, logOut io.Writer) *host {
+	hostR, sidecarW := io.Pipe() // sidecar -> host
+	sidecarR, hostW := io.Pipe() // host -> sidecar
+	h := &host{serveDone: make(chan struct{})}
+	go func() {
+		defer close(h.serveDone)
+		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{
+			Version: env.Version,
+			Env:     env.LookupEnv,
+			Logger:  slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		// Serve closed its stream (and so both pipe ends it holds); this
+		// is for the host's reader should that ever change.
+		sidecarW.Close()
+	}()
+	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{OnNotification: h.dispatch})
+	return h
+}
+
+// onNotification adds a handler; handlers run on the read loop, in
+// arrival order, and must not block.
+func (h *host) onNotification(f func(hostclient.Notification)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.handlers = append(h.handlers, f)
+}
+
+func (h *host) dispatch(n hostclient.Notification) {
+	h.mu.Lock()
+	hs := h.handlers
+	h.mu.Unlock()
+	for _, f := range hs {
+		f(n)
+	}
+}
+
+func (h *host) call(ctx context.Context, method string, params, result any) error {
+	if err := h.client.Call(ctx, method, params, result); err != nil {
+		return fmt.Errorf("%s: %w", method, describeRPCError(err))
+	}
+	return nil
+}
+
+// initialize sends initialize and initialized.
+func (h *host) initialize(ctx context.Context, p map[string]any) (protocol.InitializeResult, error) {
+	var res protocol.InitializeResult
+	if err := h.call(ctx, protocol.MethodInitialize, p, &res); err != nil {
+		return res, err
+	}
+	return res, h.client.Notify(ctx, protocol.MethodInitialized, map[string]any{})
+}
+
+// close shuts the sidecar down as a harness does (shutdown, exit), which
+// ends every server process, and waits for Serve to return. If ctx is
+// already done, Serve has stopped on its own.
+func (h *host) close(ctx context.Context) {
+	if ctx.Err() == nil {
+		_ = h.client.Call(ctx, protocol.MethodShutdown, nil, nil)
+		_ = h.client.Notify(ctx, protocol.MethodExit, nil)
+	}
+	<-h.serveDone
+	h.client.Close()
+}
+
+// describeRPCError keeps the sidecar's message, which is written for people,
+// and drops jsonrpc2's "jsonrpc2: code N message:" framing.
+func describeRPCError(err error) error {
+	var je *jsonrpc2.Error
+	if !errors.As(err, &je) {
+		return err
+	}
+	return &rpcError{code: je.Code, msg: je.Message, data: je.Data}
+}
+
+type rpcError struct {
+	code int64
+	msg  string
+	data *json.RawMessage
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.msg, e.code) }

@@ -1,0 +1,147 @@
+package peoplecli
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		pos     []string
+		json    bool
+		configs []string
+	}{
+		{nil, nil, false, nil},
+		{[]string{"srv", "tool"}, []string{"srv", "tool"}, false, nil},
+		{[]string{"srv", "--json", "tool", `{"a":1}`}, []string{"srv", "tool", `{"a":1}`}, true, nil},
+		{[]string{"--config", "a", "srv", "--config", "b"}, []string{"srv"}, false, []string{"a", "b"}},
+		{[]string{"srv", "-", "--json"}, []string{"srv", "-"}, true, nil},
+		{[]string{"srv", "--", "--json"}, []string{"srv", "--json"}, false, nil},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		asJSON := fs.Bool("json", false, "")
+		var configs stringList
+		fs.Var(&configs, "config", "")
+		pos, err := parseArgs(fs, tc.args)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if !cmp.Equal(pos, tc.pos) || *asJSON != tc.json || !cmp.Equal([]string(configs), tc.configs) {
+			t.Errorf("%q: positional %q, json %v, configs %q; want %q, %v, %q", tc.args, pos, *asJSON, configs, tc.pos, tc.json, tc.configs)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parseArgs(fs, []string{"srv", "--nope"}); err == nil {
+		t.Error("an unknown flag after a positional argument was accepted")
+	}
+}
+
+func TestLastStderrLine(t *testing.T) {
+	for _, tc := range []struct{ err, forwarded, want string }{
+		{`server "x": exited during startup (exit status 3); stderr:` + "\nfirst\nlast one\n\n", "", "last one"},
+		{`server "x": did not answer initialize in time`, "forwarded line", "forwarded line"},
+		{"", "", ""},
+	} {
+		if got := lastStderrLine(tc.err, tc.forwarded); got != tc.want {
+			t.Errorf("lastStderrLine(%q, %q) = %q, want %q", tc.err, tc.forwarded, got, tc.want)
+		}
+	}
+	if got := errorSummary("server \"x\": exited (exit status 3); stderr:\nboom\n"); got != `server "x": exited (exit status 3)` {
+		t.Errorf("errorSummary = %q", got)
+	}
+}
+
+// Every reason the probe gives maps to the check that failed and advice.
+func TestExplainProbe(t *testing.T) {
+	for reason, check := range map[string]int{
+		"not absolute":                   1,
+		"not valid UTF-8":                1,
+		"not found":                      2,
+		"a directory":                    2,
+		"not a regular file":             2,
+		"not executable":                 2,
+		"writable by group or others":    2,
+		"cannot stat: permission denied": 2,
+		"cannot read file identity":      2,
+		"timed out after 5s":             3,
+		"exited with status 1":           3,
+		"killed by signal killed":        3,
+		"help output does not mention --sandbox-state-json": 3,
+		"could not run: exec format error":                  3,
+		"probe cancelled: context canceled":                 3,
+	} {
+		got, advice := explainProbe("/x/codex", reason)
+		if got != check || advice == "" {
+			t.Errorf("%q: check %d, advice %q; want check %d", reason, got, advice, check)
+		}
+	}
+}
+
+func TestTTYProgress(t *testing.T) {
+	var buf bytes.Buffer
+	w := &lockedWriter{w: &buf}
+	p := newTTYProgress(w, []string{"a", "bb"}, 40)
+	p.add("a", "starting")
+	p.add("bb", "starting")
+	tools := 3
+	now := time.Now()
+	p.update("a", &serverRun{status: "ready", tools: &tools, began: now, ended: now.Add(1500 * time.Millisecond)})
+	p.update("bb", &serverRun{status: "failed", err: "server \"bb\": exited; stderr:\nfatal: a very long explanation that does not fit in forty columns\n", began: now, ended: now})
+	p.finish()
+	p.finish() // idempotent
+	out := buf.String()
+	for _, want := range []string{
+		"\r\x1b[2K  a   starting",
+		"\x1b[2A\r\x1b[2K  a   ready     1.5s, 3 tools\n",
+		"\r\x1b[2K  bb  FAILED    0ms: fatal: a very long\n", // cut at 39 columns
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%q", want, out)
+		}
+	}
+	n := buf.Len()
+	p.update("a", &serverRun{status: "failed"})
+	if buf.Len() != n {
+		t.Error("the display drew after finish")
+	}
+}
+
+func TestPlainProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := newPlainProgress(&buf, []string{"a", "off"})
+	p.add("off", "disabled")
+	p.update("a", &serverRun{status: "starting", began: time.Now()})
+	p.add("a", "starting")
+	p.finish()
+	want := "off  disabled\na    starting\n"
+	if buf.String() != want {
+		t.Errorf("plain progress = %q, want %q", buf.String(), want)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"a bb ccc dddd", 6, "a bb\nccc\ndddd"},
+		{"averyverylongword x", 4, "averyverylongword\nx"},
+		{"", 10, ""},
+		{"  spaced   out  ", 20, "spaced out"},
+	} {
+		if got := wrap(tc.in, tc.width); got != tc.want {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
+		}
+	}
+}

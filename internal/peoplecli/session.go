@@ -1,0 +1,236 @@
+package peoplecli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+// sessionOptions say how to open the one session of a command.
+type sessionOptions struct {
+	cacheDir string
+	launcher string
+	// only limits the session to these servers (nil: all).
+	only []string
+	// lazy turns mcp_lazy_stdio_startup on: servers with a cached catalog
+	// stay dormant, as in a harness that starts lazily.
+	lazy bool
+	// progress, if set, sees each server's startup.
+	progress progress
+	// logOut receives the sidecar's own warnings.
+	logOut *lockedWriter
+}
+
+// serverRun is one server's startup as the host saw it.
+type serverRun struct {
+	status     string // last mcp/startupStatus status
+	err        string
+	tools      *int
+	began      time.Time
+	ended      time.Time
+	lastStderr string // last stderr line forwarded as mcp/log
+}
+
+// elapsed is the startup time as the host measured it: from the server's
+// "starting" to its terminal status.
+func (r *serverRun) elapsed() time.Duration {
+	if r == nil || r.began.IsZero() || r.ended.IsZero() {
+		return 0
+	}
+	return r.ended.Sub(r.began)
+}
+
+// session is a started in-process sidecar with one open session whose
+// round-0 startup has completed.
+type session struct {
+	h       *host
+	id      string
+	init    protocol.InitializeResult
+	opened  []protocol.ServerState
+	mu      sync.Mutex
+	runs    map[string]*serverRun
+	summary protocol.StartupCompleteParams
+}
+
+func (s *session) run(name string) *serverRun {
+	if s == nil {
+		return &serverRun{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[name]
+	if r == nil {
+		return &serverRun{}
+	}
+	cp := *r
+	return &cp
+}
+
+// openSession starts the sidecar, initializes it with the loaded config,
+// opens a session (eager unless opts.lazy) and waits for round 0 to end.
+// The caller closes the session's host.
+func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (*session, error) {
+	init, err := l.initializeParams(env, opts.cacheDir, opts.launcher)
+	if err != nil {
+		return nil, err
+	}
+	if opts.lazy {
+		init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
+	}
+	s := &session{runs: map[string]*serverRun{}}
+	complete := make(chan struct{})
+	var completeOnce sync.Once
+	s.h = startHost(ctx, env, opts.logOut)
+	s.h.onNotification(func(n hostclient.Notification) {
+		switch n.Method {
+		case protocol.NotifyStartupStatus:
+			var p protocol.StartupStatusParams
+			if json.Unmarshal(n.Params, &p) != nil {
+				return
+			}
+			now := time.Now()
+			s.mu.Lock()
+			r := s.runs[p.Server]
+			if r == nil {
+				r = &serverRun{}
+				s.runs[p.Server] = r
+			}
+			r.status, r.tools = p.Status, p.Tools
+			if p.Status == protocol.StatusStarting {
+				r.began, r.ended, r.err = now, time.Time{}, ""
+			} else {
+				r.ended, r.err = now, p.Error
+			}
+			cp := *r
+			s.mu.Unlock()
+			if opts.progress != nil {
+				opts.progress.update(p.Server, &cp)
+			}
+		case protocol.NotifyStartupComplete:
+			var p protocol.StartupCompleteParams
+			if json.Unmarshal(n.Params, &p) != nil || p.Round != 0 {
+				return
+			}
+			s.mu.Lock()
+			s.summary = p
+			s.mu.Unlock()
+			completeOnce.Do(func() { close(complete) })
+		case protocol.NotifyLog:
+			var p protocol.LogParams
+			if json.Unmarshal(n.Params, &p) != nil || p.Level != "stderr" {
+				return
+			}
+			var line string
+			if json.Unmarshal(p.Data, &line) != nil || strings.TrimSpace(line) == "" {
+				return
+			}
+			s.mu.Lock()
+			r := s.runs[p.Server]
+			if r == nil {
+				r = &serverRun{}
+				s.runs[p.Server] = r
+			}
+			r.lastStderr = strings.TrimSpace(line)
+			s.mu.Unlock()
+		}
+	})
+	fail := func(err error) (*session, error) {
+		s.h.close(ctx)
+		return nil, err
+	}
+	if s.init, err = s.h.initialize(ctx, init); err != nil {
+		return fail(err)
+	}
+	open := map[string]any{"startup": "eager", "cwd": env.Cwd}
+	if opts.lazy {
+		open["startup"] = "lazy"
+	}
+	if opts.only != nil {
+		open["servers"] = opts.only
+	}
+	var opened protocol.SessionOpenResult
+	if err := s.h.call(ctx, protocol.MethodSessionOpen, open, &opened); err != nil {
+		return fail(err)
+	}
+	s.id, s.opened = opened.SessionID, opened.Servers
+	if opts.progress != nil {
+		for _, st := range opened.Servers {
+			opts.progress.add(st.Name, st.State)
+		}
+	}
+	select {
+	case <-complete:
+	case <-ctx.Done():
+		return fail(context.Cause(ctx))
+	}
+	if opts.progress != nil {
+		opts.progress.finish()
+	}
+	return s, nil
+}
+
+func (s *session) close(ctx context.Context) { s.h.close(ctx) }
+
+func (s *session) toolsList(ctx context.Context) (protocol.ToolsListResult, error) {
+	var res protocol.ToolsListResult
+	err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res)
+	return res, err
+}
+
+func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, error) {
+	var res protocol.ServersStatusResult
+	err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res)
+	return res, err
+}
+
+// capabilityOf reads the sandbox capability from a server's reported MCP
+// capabilities with the sidecar's own detection.
+func capabilityOf(st protocol.ServerStatus) sandbox.Capability {
+	var caps struct {
+		Experimental map[string]json.RawMessage `json:"experimental"`
+	}
+	if json.Unmarshal(st.Capabilities, &caps) != nil {
+		return sandbox.CapNone
+	}
+	return sandbox.DetectCapability(caps.Experimental)
+}
+
+// running reports whether the server's MCP connection was up when status
+// was taken (only then are its capabilities known).
+func running(st protocol.ServerStatus) bool {
+	return st.State == protocol.StateReady
+}
+
+// lastStderrLine is the last non-empty line of the server's stderr: from
+// the stderr tail the sidecar puts in a startup error, else from the
+// stderr lines it forwarded as mcp/log.
+func lastStderrLine(errText, forwarded string) string {
+	if _, tail, ok := strings.Cut(errText, "; stderr:\n"); ok {
+		lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(lines[i]); l != "" {
+				return l
+			}
+		}
+	}
+	return forwarded
+}
+
+// firstLine is the part of s before its first newline.
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// errorSummary is a startup error without the stderr tail the sidecar
+// appends (shown apart, as the last stderr line).
+func errorSummary(errText string) string {
+	head, _, _ := strings.Cut(errText, "; stderr:\n")
+	return firstLine(head)
+}

@@ -1,0 +1,210 @@
+package peoplecli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// ToolsDoc is the tools command's help text.
+const ToolsDoc = `Usage: mcp-sidecar tools [--config FILE]... [--server NAME]... [--cached] [--json]
+
+Lists the catalog a harness gets from the sidecar: every tool under its
+qualified name (mcp__<server>__<tool>), after enabled_tools and
+disabled_tools, grouped by server, with each server's state, where its
+catalog came from (live from the server, or cached on disk) and the state
+of its disk cache entry before this run:
+
+  hit        a usable cached catalog (tool count and age shown)
+  miss       nothing cached for this server in this discovery scope
+  unusable   a cache file that is corrupt, of another version, or unsafe
+  off        no cache directory (XDG_CACHE_HOME and HOME unset)
+
+The discovery scope is this command's: no session scope, the current
+directory as the cwd of stdio servers without one. A harness that passes
+its own session scope has entries of its own. A live listing writes the
+cache, as it does in a harness.
+
+Config files are as for doctor. By default every enabled server is started;
+--cached starts lazily instead (the mcp_lazy_stdio_startup feature), so a
+stdio server with a cached catalog stays dormant and its cached tools are
+listed. Config errors and startup failures go to stderr; the exit status is
+1 if there were any, 2 for a bad command line.
+
+Examples:
+  mcp-sidecar tools
+  mcp-sidecar tools --server github
+  mcp-sidecar tools --cached --config .mcp.json
+  mcp-sidecar tools --json | jq -r '.tools[].name'
+`
+
+type toolsReport struct {
+	Servers []toolsServer   `json:"servers"`
+	Tools   []protocol.Tool `json:"tools"`
+}
+
+type toolsServer struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	Catalog   string `json:"catalog"`
+	Tools     int    `json:"tools"`
+	Error     string `json:"error,omitempty"`
+	// Cache is the disk cache entry before this run, CacheAfter after it.
+	Cache      cacheState `json:"cache"`
+	CacheAfter cacheState `json:"cacheAfter"`
+}
+
+// Tools runs the tools command.
+func Tools(ctx context.Context, env Env, args []string) int {
+	fs := newFlagSet("tools", ToolsDoc, env.Stderr)
+	var files, only stringList
+	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
+	fs.Var(&only, "server", "list only server `NAME` (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	cached := fs.Bool("cached", false, "start lazily: stdio servers with a cached catalog stay dormant")
+	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "mcp-sidecar tools: unexpected argument %q (a server goes with --server)\n", pos[0])
+		return exitUsage
+	}
+	stderr := &lockedWriter{w: env.Stderr}
+	l := loadConfig(env, files)
+	status := exitOK
+	if len(l.files) == 0 {
+		l.describeSources(stderr)
+		return exitFailure
+	}
+	for _, e := range l.problems {
+		fmt.Fprintln(stderr, "config error:", e.Error())
+		status = exitFailure
+	}
+	names := slices.Clone([]string(only))
+	for _, n := range names {
+		if l.servers[n] != nil {
+			continue
+		}
+		if slices.Contains(l.names, n) {
+			fmt.Fprintf(stderr, "mcp-sidecar tools: server %q has config errors (above)\n", n)
+		} else {
+			fmt.Fprintf(stderr, "mcp-sidecar tools: no server %q in the config (servers: %s)\n", n, strings.Join(l.names, ", "))
+		}
+		return exitFailure
+	}
+	if names == nil {
+		for _, n := range l.names {
+			if l.servers[n] != nil {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(stderr, "mcp-sidecar tools: no valid server in the config")
+		return exitFailure
+	}
+
+	dir := resolveCacheDir(env, *cacheDir)
+	before := map[string]cacheState{}
+	for _, n := range names {
+		before[n] = readCache(env, dir, n, l.servers[n])
+	}
+	var prog progress
+	if !*asJSON && IsTerminal(env.Stderr, env.lookup) {
+		prog = newProgress(env, stderr, names)
+		defer prog.finish()
+	}
+	sessOnly := names
+	if len(only) == 0 {
+		sessOnly = nil // every server, disabled ones included
+	}
+	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: dir, only: sessOnly, lazy: *cached, progress: prog, logOut: stderr})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
+		return exitFailure
+	}
+	defer sess.close(ctx)
+	if prog != nil {
+		prog.finish()
+	}
+	list, err := sess.toolsList(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
+		return exitFailure
+	}
+
+	rep := toolsReport{Servers: []toolsServer{}, Tools: list.Tools}
+	if rep.Tools == nil {
+		rep.Tools = []protocol.Tool{}
+	}
+	count := map[string]int{}
+	for _, t := range list.Tools {
+		count[t.Server]++
+	}
+	for _, sc := range list.Servers {
+		cfg := l.servers[sc.Name]
+		if cfg == nil {
+			continue
+		}
+		ts := toolsServer{
+			Name: sc.Name, Transport: cfg.Transport(), State: sc.State, Catalog: sc.Catalog, Tools: count[sc.Name],
+			Error: sc.Error, Cache: before[sc.Name], CacheAfter: readCache(env, dir, sc.Name, cfg),
+		}
+		if ts.Error == "" && sc.State == protocol.StateFailed {
+			ts.Error = sess.run(sc.Name).err
+		}
+		if sc.State == protocol.StateFailed {
+			status = exitFailure // the report says why
+		}
+		rep.Servers = append(rep.Servers, ts)
+	}
+
+	if *asJSON {
+		if err := writeJSON(env.Stdout, rep); err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
+			return exitFailure
+		}
+		return status
+	}
+	printToolsTable(env.Stdout, rep, time.Now())
+	return status
+}
+
+func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
+	for i, s := range rep.Servers {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s (%s, %s, catalog %s, %d tools; disk cache: %s)\n", s.Name, s.Transport, s.State, s.Catalog, s.Tools, s.Cache.short(now))
+		if s.Cache.State == "unusable" {
+			fmt.Fprintf(w, "  cache: %s\n", s.Cache.Reason)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", errorSummary(s.Error))
+			if l := lastStderrLine(s.Error, ""); l != "" {
+				fmt.Fprintf(w, "  last stderr line: %s\n", l)
+			}
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, t := range rep.Tools {
+			if t.Server != s.Name {
+				continue
+			}
+			desc := firstLine(t.Description)
+			if desc == "" {
+				desc = t.Title
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, orDash(clip(desc, 70)))
+		}
+		tw.Flush()
+	}
+}
