@@ -1,0 +1,13 @@
+// Package bench measures mcp-sidecar against its physical limit: every
+// measurement runs the sidecar path and its baseline (a direct go-sdk client
+// of the same server, or the host reading the same bytes from a replayer)
+// side by side in one run.
+//
+// The code lives in test files, so that it can re-execute the test binary as
+// MCP servers and as a sidecar process. Two entry points:
+//
+//	go test -run '^$' -bench . -benchtime=1x ./bench/              # CI smoke, one iteration each
+//	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/  # the README table
+//
+// See README.md in this directory for the figures and how they were made.
+package bench
