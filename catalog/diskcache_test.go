@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"go.uber.org/goleak"
 )
 
 // Env of the helper process mode of the test binary (see TestMain).
@@ -31,7 +32,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "store" {
 		os.Exit(storeHelper())
 	}
-	os.Exit(m.Run())
+	// Shared listings are driven from many goroutines at once (leaders,
+	// waiters, cancellations): none may outlive the tests.
+	goleak.VerifyTestMain(m)
 }
 
 // storeHelper stores entries of writer id into one key, count times.

@@ -252,14 +252,10 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 		Logger:       c.opts.Logger,
 		Capabilities: caps,
 	}
-	// Over stdio, rawConn delivers progress in wire order (see rawConn.Read);
-	// go-sdk's handler runs on its own goroutine and can lag behind the
-	// response that ends the call, after which the token is unknown.
-	if h.Progress != nil && c.opts.Config.Transport() != config.TransportStdio {
-		o.ProgressNotificationHandler = func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			h.Progress(r.Params)
-		}
-	}
+	// Progress is delivered by the transport layer in wire order (rawConn
+	// for stdio, sseBodyTap for HTTP): go-sdk's handler runs on its own
+	// goroutine and can lag behind the response that ends the call, after
+	// which the token is unknown and the progress lost.
 	if h.Log != nil {
 		o.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			h.Log(r.Params)
@@ -308,7 +304,7 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			params, ok := c.verbatimParams(req)
 			if !ok {
 				var err error
-				if params, err = json.Marshal(req.GetParams()); err != nil {
+				if params, err = decodedElicitParams(req); err != nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 				}
 			}
@@ -326,6 +322,22 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// decodedElicitParams re-encodes go-sdk's decoding of elicitation params
+// (HTTP, where the raw bytes are not kept), without the empty "mode" the
+// decoding adds: "" is not a valid mode, and the server did not send one.
+func decodedElicitParams(req mcp.Request) (json.RawMessage, error) {
+	params, err := json.Marshal(req.GetParams())
+	if err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(params, &members) == nil && string(members["mode"]) == `""` {
+		delete(members, "mode")
+		return json.Marshal(members)
+	}
+	return params, nil
 }
 
 // verbatimParams returns the params of a relayed server request as the
@@ -392,6 +404,9 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
 	if c.proc == nil {
+		if ctx.Err() != nil {
+			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, c.opts.Config.URL), cause: ctx.Err()}
+		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}
 	p := c.proc
@@ -681,6 +696,11 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 			return nil, fmt.Errorf("server %q: %s: %w", c.name, method, merr)
 		}
 		return out, nil
+	}
+	if errors.Is(err, ErrUnreachable) {
+		// go-sdk wraps a transport failure in its ErrRejected, itself a
+		// *jsonrpc.Error (-32005): the cause is the error, not that.
+		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,11 +20,24 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	fixture.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Idle keep-alive connections of http.DefaultTransport (the HTTP
+		// tests' default client) belong to the transport, not to a test:
+		// close them so that only goroutines a test really left behind
+		// are reported.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // testCtx is a safety net, never the thing under test.

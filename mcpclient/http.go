@@ -1,13 +1,21 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"sort"
+	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,12 +58,23 @@ func httpHeaders(opts *Options) (http.Header, error) {
 	return h, nil
 }
 
-// headerTransport adds the configured headers to every request and captures
-// the verbatim responses of calls made under a rawSink (see raw.go).
+// headerTransport adds the configured headers to every request, captures
+// the verbatim responses of calls made under a rawSink (see raw.go), keeps
+// the session alive across a server restart (see sessionKeeper), and turns
+// transport failures into errors that name the server and its URL.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
 	maxMsg  int
+	server  string // the server's name, for errors and logs
+	url     string
+	logger  *slog.Logger
+	keeper  sessionKeeper
+	// onProgress sees the progress notifications of a request's event
+	// stream as they pass, before go-sdk reads the response that follows
+	// them (go-sdk's own handler runs on another goroutine and can lag
+	// behind that response).
+	onProgress func(*mcp.ProgressNotificationParams)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -63,30 +82,318 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		req.Header[k] = v
 	}
+	var msg jsonrpc.Message
 	sink := sinkFrom(req.Context())
-	if sink != nil && req.Method == http.MethodPost && req.GetBody != nil {
+	if req.Method == http.MethodPost && req.GetBody != nil && (sink != nil || t.keeper.learning()) {
 		if body, err := req.GetBody(); err == nil {
 			data, _ := io.ReadAll(io.LimitReader(body, int64(t.maxMsg)+1))
 			body.Close()
-			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
-					sink.expect(r.ID)
-				}
+			if m, err := jsonrpc.DecodeMessage(data); err == nil {
+				msg = m
+				t.keeper.learn(req, m, data)
 			}
 		}
 	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil || sink == nil || !sink.hasPending() || resp.Body == nil {
-		return resp, err
+	if r, ok := msg.(*jsonrpc.Request); ok && sink != nil && r.IsCall() {
+		sink.expect(r.ID)
+	}
+	resp, err := t.send(req)
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil || !sink.hasPending() || resp.Body == nil {
+		return resp, nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
 		resp.Body = &jsonBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg}
 	case "text/event-stream":
-		resp.Body = &sseBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg}
+		resp.Body = &sseBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg, onProgress: t.onProgress}
 	}
 	return resp, nil
+}
+
+// send sends req with the session id the server knows now. A 404 for that
+// session (the server restarted, or expired the session) is answered by
+// initializing a new session, once, and sending req again on it; go-sdk
+// keeps using the id it knows and never sees the switch.
+func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
+	outer := req.Header.Get(sessionIDHeader)
+	inner := t.keeper.translate(req)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, t.describe(req, err)
+	}
+	t.keeper.observe(resp, outer, inner)
+	if resp.StatusCode != http.StatusNotFound || inner == "" || req.Method == http.MethodDelete {
+		return resp, nil
+	}
+	// Keep the 404 whole: if no new session can be had, go-sdk gets it and
+	// ends the connection (ErrSessionMissing), as it would without us.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	retry, ok := t.retryRequest(req)
+	if !ok {
+		return resp, nil
+	}
+	id, err := t.keeper.renew(req.Context(), inner, t)
+	if err != nil {
+		t.logger.Warn("session lost and not renewed", "server", t.server, "url", t.url, "err", err)
+		return resp, nil
+	}
+	t.logger.Info("server forgot the session (restart?): re-initialized", "server", t.server, "url", t.url)
+	retry.Header.Set(sessionIDHeader, id)
+	resp2, err := t.base.RoundTrip(retry)
+	if err != nil {
+		return nil, t.describe(retry, err)
+	}
+	t.keeper.observe(resp2, outer, retry.Header.Get(sessionIDHeader))
+	return resp2, nil
+}
+
+// retryRequest is a fresh copy of req to send again on a new session. The
+// events of the old session are gone, so a stream resumes from the start.
+func (t *headerTransport) retryRequest(req *http.Request) (*http.Request, bool) {
+	retry := req.Clone(req.Context())
+	retry.Header.Del(lastEventIDHeader)
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, false
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		retry.Body = body
+	}
+	return retry, true
+}
+
+// ErrUnreachable is the errors.Is target of a Streamable HTTP request that
+// got no answer: the connection was refused or reset, or timed out.
+var ErrUnreachable = errors.New("server unreachable")
+
+// describe names the server and URL in a transport failure and says in
+// plain words what happened. The caller's own cancellation or deadline is
+// left as it is: the caller knows what it waited for.
+func (t *headerTransport) describe(req *http.Request, err error) error {
+	if ctxErr := req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return err
+	}
+	what := "request failed"
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		what = "connection refused (is the server running?)"
+	case errors.As(err, &ne) && ne.Timeout():
+		what = "timed out"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		what = "connection closed by the server"
+	}
+	return &unreachableError{server: t.server, url: t.url, what: what, err: err}
+}
+
+type unreachableError struct {
+	server, url, what string
+	err               error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("server %q at %s: %s: %v", e.server, e.url, e.what, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
+
+// The Streamable HTTP headers go-sdk uses.
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	lastEventIDHeader     = "Last-Event-ID"
+)
+
+// sessionKeeper lets a connection survive a server that forgets its session
+// (MCP Streamable HTTP: the server answers 404 for an unknown session id).
+// go-sdk treats that as the end of the connection; the keeper instead
+// replays the handshake it saw (initialize, notifications/initialized) to
+// get a new session, and maps go-sdk's session id (outer) to the one the
+// server knows (inner) on every request and response.
+type sessionKeeper struct {
+	mu          sync.Mutex
+	initBody    []byte      // the initialize request, as go-sdk sent it
+	initHeader  http.Header // its headers (configured ones included)
+	readyBody   []byte      // notifications/initialized
+	readyHeader http.Header
+	outer       string // the session id go-sdk knows
+	inner       string // the session id the server knows
+}
+
+// learning reports whether the handshake is still to be seen.
+func (k *sessionKeeper) learning() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.initBody == nil || k.readyBody == nil
+}
+
+// learn records the handshake messages.
+func (k *sessionKeeper) learn(req *http.Request, msg jsonrpc.Message, body []byte) {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case r.Method == "initialize" && k.initBody == nil && req.Header.Get(sessionIDHeader) == "":
+		k.initBody = bytes.Clone(body)
+		k.initHeader = req.Header.Clone()
+	case r.Method == "notifications/initialized" && k.readyBody == nil:
+		k.readyBody = bytes.Clone(body)
+		k.readyHeader = req.Header.Clone()
+	}
+}
+
+// translate puts the server's current session id on req in place of
+// go-sdk's and returns the id sent ("" for a request without a session).
+func (k *sessionKeeper) translate(req *http.Request) string {
+	id := req.Header.Get(sessionIDHeader)
+	if id == "" {
+		return ""
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id == k.outer && k.inner != "" && k.inner != k.outer {
+		id = k.inner
+		req.Header.Set(sessionIDHeader, id)
+	}
+	return id
+}
+
+// observe learns the first session id and shows go-sdk the id it knows on
+// responses from a renewed session (go-sdk ends a connection whose session
+// id changes).
+func (k *sessionKeeper) observe(resp *http.Response, outer, sent string) {
+	got := resp.Header.Get(sessionIDHeader)
+	if got == "" {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.outer == "" && outer == "" {
+		k.outer, k.inner = got, got
+		return
+	}
+	if got == k.inner && k.outer != "" {
+		resp.Header.Set(sessionIDHeader, k.outer)
+	}
+}
+
+// renew replaces the session the server forgot (stale) with a new one,
+// unless another request already did. It returns the new session id.
+func (k *sessionKeeper) renew(ctx context.Context, stale string, t *headerTransport) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.inner != stale {
+		return k.inner, nil // renewed meanwhile
+	}
+	if k.initBody == nil || k.readyBody == nil {
+		return "", errors.New("the handshake was not seen: nothing to replay")
+	}
+	id, err := k.handshake(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	k.inner = id
+	return id, nil
+}
+
+// handshake sends initialize and notifications/initialized as go-sdk sent
+// them the first time, and returns the new session id.
+func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(k.initBody))
+	if err != nil {
+		return "", err
+	}
+	req.Header = k.initHeader.Clone()
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return "", t.describe(req, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("initialize: %s", resp.Status)
+	}
+	id := resp.Header.Get(sessionIDHeader)
+	if id == "" {
+		return "", errors.New("initialize: the server gave no session id")
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	answer, err := firstMessage(resp.Body, mt, t.maxMsg)
+	if err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	if r, ok := answer.(*jsonrpc.Response); !ok {
+		return "", fmt.Errorf("initialize: answered with a %T", answer)
+	} else if r.Error != nil {
+		return "", fmt.Errorf("initialize: %w", r.Error)
+	}
+
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(k.readyBody))
+	if err != nil {
+		return "", err
+	}
+	req.Header = k.readyHeader.Clone()
+	req.Header.Set(sessionIDHeader, id)
+	resp2, err := t.base.RoundTrip(req)
+	if err != nil {
+		return "", t.describe(req, err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode/100 != 2 {
+		return "", fmt.Errorf("notifications/initialized: %s", resp2.Status)
+	}
+	return id, nil
+}
+
+// firstMessage reads the first JSON-RPC message of a response body, a JSON
+// body or an event stream.
+func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, error) {
+	switch mediaType {
+	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
+		if err != nil {
+			return nil, err
+		}
+		return jsonrpc.DecodeMessage(data)
+	case "text/event-stream":
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 0, 64<<10), max)
+		var data []byte
+		for sc.Scan() {
+			line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+			if len(line) == 0 {
+				if len(data) > 0 {
+					return jsonrpc.DecodeMessage(data)
+				}
+				continue
+			}
+			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+		if len(data) > 0 {
+			return jsonrpc.DecodeMessage(data)
+		}
+		return nil, errors.New("the event stream ended without a message")
+	}
+	return nil, fmt.Errorf("unexpected content type %q", mediaType)
 }
 
 // deliverRaw hands a message to the sink if it answers one of its calls.
@@ -138,6 +445,8 @@ type sseBodyTap struct {
 	sink *rawSink
 	max  int
 
+	onProgress func(*mcp.ProgressNotificationParams)
+
 	line  []byte
 	data  []byte
 	event string
@@ -165,6 +474,7 @@ func (b *sseBodyTap) endLine() {
 	b.line = b.line[:0]
 	if len(line) == 0 {
 		if !b.over && len(b.data) > 0 && (b.event == "" || b.event == "message") {
+			b.progress(b.data)
 			deliverRaw(b.sink, b.data)
 		}
 		b.data, b.event, b.over = b.data[:0], "", false
@@ -189,6 +499,22 @@ func (b *sseBodyTap) endLine() {
 
 func (b *sseBodyTap) Close() error { return b.rc.Close() }
 
+// progress hands a notifications/progress event to onProgress.
+func (b *sseBodyTap) progress(data []byte) {
+	if b.onProgress == nil || !bytes.Contains(data, []byte(`"notifications/progress"`)) {
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || req.IsCall() || req.Method != "notifications/progress" {
+		return
+	}
+	var p mcp.ProgressNotificationParams
+	if json.Unmarshal(req.Params, &p) == nil {
+		b.onProgress(&p)
+	}
+}
+
 // httpTransport is go-sdk's Streamable HTTP client with the configured
 // headers and raw capture in its RoundTripper.
 func (c *Conn) httpTransport() (mcp.Transport, error) {
@@ -206,7 +532,11 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 	}
 	client := *base
 	client.Timeout = 0 // the standalone SSE stream lives as long as the session
-	client.Transport = &headerTransport{base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes}
+	client.Transport = &headerTransport{
+		base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes,
+		server: c.name, url: c.opts.Config.URL, logger: c.opts.Logger,
+		onProgress: c.opts.Handlers.Progress,
+	}
 	return &mcp.StreamableClientTransport{
 		Endpoint:   c.opts.Config.URL,
 		HTTPClient: &client,

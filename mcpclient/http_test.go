@@ -4,11 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,4 +117,280 @@ func TestHTTPMissingEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restartingServer is a Streamable HTTP server on one address whose
+// restart drops every connection and replaces the go-sdk handler with a
+// new instance that knows none of the old sessions, as a restarted process
+// would.
+type restartingServer struct {
+	t    *testing.T
+	srv  *httptest.Server
+	json bool
+
+	mu       sync.Mutex
+	mcp      *mcp.Server
+	handler  http.Handler
+	inits    int      // initialize requests seen
+	deletes  []string // session ids of DELETE requests
+	sessions []string // session ids the handlers gave out, in order
+	// forget404 makes every request with a session id answer 404, as a
+	// server that loses each session at once.
+	forget404 bool
+}
+
+func newRestartingServer(t *testing.T, jsonResponse bool) *restartingServer {
+	t.Helper()
+	rs := &restartingServer{t: t, json: jsonResponse}
+	rs.mcp, rs.handler = rs.newHandler()
+	rs.srv = httptest.NewServer(http.HandlerFunc(rs.serve))
+	t.Cleanup(func() {
+		rs.srv.CloseClientConnections()
+		rs.srv.Close()
+		rs.closeSessions()
+	})
+	return rs
+}
+
+func (rs *restartingServer) newHandler() (*mcp.Server, http.Handler) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	return s, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{JSONResponse: rs.json})
+}
+
+func (rs *restartingServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sid := r.Header.Get("Mcp-Session-Id")
+	rs.mu.Lock()
+	h := rs.handler
+	if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+		rs.inits++
+	}
+	if r.Method == http.MethodDelete {
+		rs.deletes = append(rs.deletes, sid)
+	}
+	forget := rs.forget404 && sid != ""
+	rs.mu.Unlock()
+	if forget {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	rec := &sessionRecorder{ResponseWriter: w, rs: rs}
+	h.ServeHTTP(rec, r)
+}
+
+// sessionRecorder notes the session ids the handler assigns.
+type sessionRecorder struct {
+	http.ResponseWriter
+	rs      *restartingServer
+	written bool
+}
+
+func (s *sessionRecorder) WriteHeader(code int) {
+	if !s.written {
+		s.written = true
+		if id := s.Header().Get("Mcp-Session-Id"); id != "" {
+			s.rs.mu.Lock()
+			if !slices.Contains(s.rs.sessions, id) {
+				s.rs.sessions = append(s.rs.sessions, id)
+			}
+			s.rs.mu.Unlock()
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *sessionRecorder) Write(b []byte) (int, error) {
+	if !s.written {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *sessionRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// restart replaces the handler and drops every connection.
+func (rs *restartingServer) restart() {
+	rs.mu.Lock()
+	old := rs.mcp
+	rs.mcp, rs.handler = rs.newHandler()
+	rs.mu.Unlock()
+	for ss := range old.Sessions() {
+		ss.Close()
+	}
+	rs.srv.CloseClientConnections()
+}
+
+func (rs *restartingServer) closeSessions() {
+	rs.mu.Lock()
+	s := rs.mcp
+	rs.mu.Unlock()
+	for ss := range s.Sessions() {
+		ss.Close()
+	}
+}
+
+func (rs *restartingServer) counts() (inits int, deletes, sessions []string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.inits, slices.Clone(rs.deletes), slices.Clone(rs.sessions)
+}
+
+func TestHTTPServerRestartReinitializesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		json bool
+	}{{"sse", false}, {"json", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := newRestartingServer(t, tc.json)
+			// A restarted server's old connections are dead, and a POST on
+			// a dead keep-alive connection fails before any 404 (net/http
+			// retries only idempotent requests). Fresh connections keep the
+			// test on the 404 path under test.
+			tr := &http.Transport{DisableKeepAlives: true}
+			c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}, HTTPClient: &http.Client{Transport: tr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.CallTool(testCtx(t), "echo", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			for round := 1; round <= 2; round++ {
+				rs.restart()
+				res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+				if err != nil {
+					t.Fatalf("call after restart %d: %v", round, err)
+				}
+				if !bytes.Contains(res, []byte(`"ok"`)) {
+					t.Errorf("result after restart %d: %s", round, res)
+				}
+				select {
+				case <-c.Done():
+					t.Fatalf("connection ended after restart %d: %v", round, c.Err())
+				default:
+				}
+				if inits, _, _ := rs.counts(); inits != round+1 {
+					t.Errorf("after restart %d: %d initialize requests, want %d (one per session)", round, inits, round+1)
+				}
+			}
+			// Close deletes the session the server knows now.
+			c.Close()
+			_, deletes, sessions := rs.counts()
+			if len(sessions) != 3 {
+				t.Fatalf("sessions given out: %q, want 3", sessions)
+			}
+			if diff := cmp.Diff([]string{sessions[2]}, deletes); diff != "" {
+				t.Errorf("DELETE requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHTTPSessionForgottenAgainIsConnectionLost(t *testing.T) {
+	rs := newRestartingServer(t, true)
+	c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rs.mu.Lock()
+	rs.forget404 = true
+	rs.mu.Unlock()
+	_, err = c.CallTool(testCtx(t), "echo", nil, nil)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("err = %v, want ErrConnectionLost", err)
+	}
+	// One new session was tried (the handshake's initialize), not more.
+	if inits, _, _ := rs.counts(); inits != 2 {
+		t.Errorf("%d initialize requests, want 2: one renewal, then give up", inits)
+	}
+	<-c.Done()
+}
+
+func TestHTTPCloseDeletesSession(t *testing.T) {
+	rs := newRestartingServer(t, false)
+	c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	_, deletes, sessions := rs.counts()
+	if len(sessions) != 1 || !slices.Equal(deletes, sessions) {
+		t.Errorf("DELETE requests %q, want one for the session %q", deletes, sessions)
+	}
+}
+
+func TestHTTPUnreachableErrors(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + ln.Addr().String() + "/mcp"
+		ln.Close() // nothing listens there now
+		_, err = Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: url}})
+		if !errors.Is(err, ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("err = %v, want ErrUnreachable wrapping ECONNREFUSED", err)
+		}
+		for _, w := range []string{`server "h"`, url, "connection refused"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q lacks %q", err, w)
+			}
+		}
+	})
+
+	t.Run("server stops answering", func(t *testing.T) {
+		// go-sdk wraps every transport failure of a call in its ErrRejected,
+		// a *jsonrpc.Error (-32005), which Conn.call reports as the server's
+		// own error and so loses the cause.
+		rs := newRestartingServer(t, true)
+		c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rs.srv.CloseClientConnections()
+		rs.srv.Listener.Close()
+		_, err = c.CallTool(testCtx(t), "echo", nil, nil)
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), rs.srv.URL) {
+			t.Errorf("err = %v, want ErrUnreachable naming %s", err, rs.srv.URL)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body) // lets the server notice the client leave
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		// A transport whose response-header timeout is the thing tested.
+		client := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 100 * time.Millisecond}}
+		defer client.CloseIdleConnections()
+		_, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: srv.URL}, HTTPClient: client})
+		if !errors.Is(err, ErrUnreachable) {
+			t.Errorf("err = %v, want ErrUnreachable", err)
+		}
+		for _, w := range []string{`server "h"`, srv.URL, "timed out"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q lacks %q", err, w)
+			}
+		}
+	})
 }

@@ -53,6 +53,11 @@ type StreamOptions struct {
 	// Logger receives a record for every frame the stream drops or answers
 	// itself. Nil discards them.
 	Logger *slog.Logger
+	// OmitRequestParams hands requests to jsonrpc2 without their params,
+	// which the handler then reads with LastParams: jsonrpc2 would decode
+	// them into maps and encode them again (for a 1 MiB argument, most of
+	// the cost of a request). For the sidecar's side of the connection.
+	OmitRequestParams bool
 }
 
 // Stream is a jsonrpc2.ObjectStream speaking the Language Server base
@@ -109,7 +114,10 @@ type Stream struct {
 	carry  []byte // unread rest of a malformed line that holds a "Content-Length:"
 	resync bool   // after a bad header: skip input up to the next "Content-Length:"
 	last   []byte // body of the frame ReadObject returned last
-	prefix [idPrefixBytes]byte
+	// lastParams is the raw params member of last (nil when absent).
+	lastParams []byte
+	omitParams bool
+	prefix     [idPrefixBytes]byte
 
 	wmu  sync.Mutex // serialises frames on w
 	bufs sync.Pool  // *bytes.Buffer for WriteObject
@@ -128,6 +136,8 @@ func NewStream(r io.Reader, w io.Writer, opts StreamOptions) *Stream {
 		w:   w,
 		max: opts.MaxFrameBytes,
 		log: opts.Logger,
+
+		omitParams: opts.OmitRequestParams,
 	}
 	if s.max <= 0 {
 		s.max = DefaultMaxFrameBytes
@@ -147,6 +157,10 @@ func NewStream(r io.Reader, w io.Writer, opts StreamOptions) *Stream {
 // Call it only from that goroutine. The returned slice is never modified by
 // the stream and may be kept.
 func (s *Stream) LastBody() []byte { return s.last }
+
+// LastParams returns the params member of LastBody, byte for byte (nil
+// when the message has none), with the same rules as LastBody.
+func (s *Stream) LastParams() []byte { return s.lastParams }
 
 // CanonicalID returns the jsonrpc2.ID a handler sees for a request whose id
 // has the JSON text raw (as in a message, or in $/cancelRequest params). It
@@ -269,6 +283,51 @@ func (s *Stream) WriteObject(obj any) error {
 	start := headerRoom - len(h)
 	copy(b[start:], h)
 	return s.write(b[start : len(b)-1])
+}
+
+// WriteResult writes the success response to the request id, encoding
+// result once. jsonrpc2's Reply marshals the result, then marshals the
+// whole message again, compacting the result a second time: for a 10 MiB
+// tool result or a large catalog that is most of the sidecar's work. A
+// json.RawMessage result is written as it is: it must be valid JSON (the
+// sidecar passes bytes an MCP server sent and go-sdk already decoded).
+// HTML characters are not escaped.
+func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
+	buf := s.bufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			s.bufs.Put(buf)
+		}
+	}()
+	var room [headerRoom]byte
+	buf.Reset()
+	buf.Write(room[:])
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(WireID(id))
+	buf.WriteString(`,"result":`)
+	switch r := result.(type) {
+	case json.RawMessage:
+		if len(r) == 0 {
+			buf.WriteString("null")
+		} else {
+			buf.Write(r)
+		}
+	default:
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(result); err != nil {
+			return fmt.Errorf("encoding result for host: %w", err)
+		}
+		buf.Truncate(buf.Len() - 1) // Encode appends a newline
+	}
+	buf.WriteByte('}')
+	b := buf.Bytes()
+	var hdr [headerRoom]byte
+	h := appendHeader(hdr[:0], len(b)-headerRoom)
+	start := headerRoom - len(h)
+	copy(b[start:], h)
+	return s.write(b[start:])
 }
 
 // restoreID replaces the reserved string id at the start of a marshaled
@@ -628,11 +687,21 @@ func (s *Stream) handle(body []byte, v any) (bool, error) {
 		return s.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: method must be a string", v)
 	}
 	handed := body
+	if s.omitParams {
+		// jsonrpc2 would decode the params into maps and encode them again;
+		// the handler reads them from LastParams instead.
+		handed = requestWithoutParams(m)
+	}
 	if m.id != nil {
 		switch c := m.id[0]; {
 		case c == '"' || c == '-' || isDigit(c):
 			if str, ok := rewrittenID(m.id); ok {
-				handed = rewriteID(body, m, str)
+				if s.omitParams {
+					q, _ := json.Marshal(str) // a string always marshals
+					handed = requestWithoutParams(members{id: q, method: m.method})
+				} else {
+					handed = rewriteID(body, m, str)
+				}
 			}
 		case c == 'n': // null: a notification, as jsonrpc2 has it
 		default:
@@ -641,6 +710,19 @@ func (s *Stream) handle(body []byte, v any) (bool, error) {
 		}
 	}
 	return s.decode(body, handed, m, v)
+}
+
+// requestWithoutParams is the request m with only its id and method.
+func requestWithoutParams(m members) []byte {
+	out := make([]byte, 0, 40+len(m.id)+len(m.method))
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if m.id != nil {
+		out = append(out, `,"id":`...)
+		out = append(out, m.id...)
+	}
+	out = append(out, `,"method":`...)
+	out = append(out, m.method...)
+	return append(out, '}')
 }
 
 // rewriteID returns body with its id replaced by the JSON string str.
@@ -670,6 +752,7 @@ func (s *Stream) decode(body, handed []byte, m members, v any) (bool, error) {
 		return s.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: "+err.Error(), v)
 	}
 	s.last = body
+	s.lastParams = m.params
 	return true, nil
 }
 
@@ -728,8 +811,8 @@ func (s *Stream) answer(id []byte, code int64, kind, msg string) error {
 // members records the top-level members of a message object that matter
 // for framing. The last of duplicate keys wins, as in encoding/json.
 type members struct {
-	id, method, result, errv []byte // raw values; nil if absent
-	idStart, idEnd           int
+	id, method, result, errv, params []byte // raw values; nil if absent
+	idStart, idEnd                   int
 	// responseLike is set when a "result" or "error" key was seen, even if
 	// its value could not be read.
 	responseLike bool
@@ -777,6 +860,8 @@ func scanMembers(data []byte) (m members) {
 			m.result = val
 		case "error":
 			m.errv = val
+		case "params":
+			m.params = val
 		}
 		i = skipWS(data, vEnd)
 		if i >= len(data) || data[i] != ',' {
@@ -806,6 +891,8 @@ func memberName(key []byte) string {
 		return "result"
 	case "error":
 		return "error"
+	case "params":
+		return "params"
 	}
 	return ""
 }

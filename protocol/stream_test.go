@@ -971,3 +971,63 @@ func BenchmarkReadObject(b *testing.B) {
 		}
 	}
 }
+
+func TestWriteResult(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     jsonrpc2.ID
+		result any
+		want   string
+	}{
+		{"raw bytes kept", jsonrpc2.ID{Num: 7}, json.RawMessage(`{"b":1, "a":12345678901234567890,"h":"<&>","e":"\u00e9"}`),
+			`{"jsonrpc":"2.0","id":7,"result":{"b":1, "a":12345678901234567890,"h":"<&>","e":"\u00e9"}}`},
+		{"struct, no HTML escaping", jsonrpc2.ID{Str: "x", IsString: true}, struct {
+			S string `json:"s"`
+		}{"<&>"}, `{"jsonrpc":"2.0","id":"x","result":{"s":"<&>"}}`},
+		{"null", jsonrpc2.ID{Num: 1}, nil, `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{"empty raw is null", jsonrpc2.ID{Num: 1}, json.RawMessage(nil), `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{"rewritten id restored", jsonrpc2.ID{Str: ReservedIDPrefix + "-4", IsString: true}, json.RawMessage(`true`),
+			`{"jsonrpc":"2.0","id":-4,"result":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			s := NewStream(strings.NewReader(""), &out, StreamOptions{})
+			if err := s.WriteResult(tt.id, tt.result); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(tt.want), tt.want)
+			if got := out.String(); got != want {
+				t.Errorf("frame:\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+func TestOmitRequestParams(t *testing.T) {
+	params := `{"b":1, "a":[12345678901234567890, "\u00e9<&>"]}`
+	frames := ""
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`,
+		`{"jsonrpc":"2.0","id":-4,"method":"tools/call","params":` + params + `}`,
+		`{"jsonrpc":"2.0","method":"note"}`,
+	} {
+		frames += fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	s := NewStream(strings.NewReader(frames), io.Discard, StreamOptions{OmitRequestParams: true})
+	for i, wantParams := range []string{params, params, ""} {
+		var handed map[string]json.RawMessage
+		if err := s.ReadObject(&handed); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if _, ok := handed["params"]; ok {
+			t.Errorf("frame %d: params handed to jsonrpc2: %s", i, handed["params"])
+		}
+		if string(handed["method"]) == "" {
+			t.Errorf("frame %d: no method handed", i)
+		}
+		if got := string(s.LastParams()); got != wantParams {
+			t.Errorf("frame %d: LastParams = %q, want %q", i, got, wantParams)
+		}
+	}
+}

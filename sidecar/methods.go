@@ -372,6 +372,11 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 		e.Data.ServerData = se.Data
 		return e
 	}
+	if errors.Is(err, mcpclient.ErrUnreachable) {
+		// The HTTP server did not answer; the connection stays, and the
+		// next call tries again.
+		return protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost, err.Error()).WithServer(sc.name, tool).Retry()
+	}
 	if errors.Is(err, mcpclient.ErrConnectionLost) {
 		sc.lost(conn)
 		// mcpclient's errors already name the server and say the
@@ -647,6 +652,7 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	sc.conn = nil
 	sc.restarts++
 	sc.crashes = 0
+	sc.backoff = 0
 	sc.mu.Unlock()
 	if old != nil {
 		old.Close()

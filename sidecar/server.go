@@ -89,7 +89,7 @@ var errCancelledByHost = errors.New("request cancelled by the host")
 // shutdown, 1 when the host exits or disappears without shutdown (as LSP).
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 	s := newServer(ctx, opts)
-	s.stream = protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger})
+	s.stream = protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger, OmitRequestParams: true})
 	s.conn = jsonrpc2.NewConn(s.ctx, s.stream, s)
 	close(s.connReady)
 	select {
@@ -169,8 +169,9 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		s.handleNotification(req)
 		return
 	}
-	// The params as the host sent them: jsonrpc2 re-encodes req.Params.
-	params := rawParams(s.stream.LastBody())
+	// The params as the host sent them (jsonrpc2 gets none: it would
+	// re-encode them).
+	params := json.RawMessage(s.stream.LastParams())
 
 	s.mu.Lock()
 	if s.exited {
@@ -239,7 +240,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		if ir.replied.CompareAndSwap(false, true) {
 			if err != nil {
 				s.writeError(req.ID, err)
-			} else if err := s.conn.Reply(s.ctx, req.ID, res.value); err != nil {
+			} else if err := s.stream.WriteResult(req.ID, res.value); err != nil {
 				s.logger.Debug("reply not written", "method", req.Method, "err", err)
 			}
 		}
@@ -265,7 +266,7 @@ func (s *Server) handleNotification(req *jsonrpc2.Request) {
 	switch req.Method {
 	case protocol.MethodCancelRequest:
 		var p protocol.CancelParams
-		if err := json.Unmarshal(rawParams(s.stream.LastBody()), &p); err != nil || len(p.ID) == 0 {
+		if err := json.Unmarshal(s.stream.LastParams(), &p); err != nil || len(p.ID) == 0 {
 			s.logger.Warn("malformed $/cancelRequest", "err", err)
 			return
 		}
@@ -329,17 +330,6 @@ func (s *Server) notify(method string, params any) {
 	if err := s.conn.Notify(s.ctx, method, params); err != nil {
 		s.logger.Debug("notification not written", "method", method, "err", err)
 	}
-}
-
-// rawParams extracts the "params" member of a frame body, byte for byte.
-func rawParams(body []byte) json.RawMessage {
-	var m struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil
-	}
-	return m.Params
 }
 
 // result is what a handler produces: the value to reply with, and work to
