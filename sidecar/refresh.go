@@ -57,15 +57,58 @@ func (sc *serverConn) onToolListChanged() {
 	}
 	// Any shared startup listing of this scope is now outdated.
 	sc.sess.env.shared.Invalidate(sc.scopeKey)
-	if start {
-		sc.sess.rounds.Add(1)
-		go func() {
-			defer sc.sess.rounds.Done()
-			sc.mu.Lock()
+	if start && !sc.sess.track(sc.backgroundRefresh) {
+		sc.mu.Lock()
+		sc.list.bgPending = false
+		sc.mu.Unlock()
+	}
+}
+
+// Background refreshes wait for a burst of notifications to settle:
+// until none came for refreshQuiet, at most refreshQuietMax. Discovery and
+// binding do not wait: they refresh a stale catalog at once.
+const (
+	refreshQuiet    = 20 * time.Millisecond
+	refreshQuietMax = 200 * time.Millisecond
+)
+
+// backgroundRefresh keeps the catalog current after notifications, so that
+// the host hears mcp/toolsChanged without asking. One runs per connection
+// at a time; notifications arriving meanwhile are picked up by its next
+// round, so a burst costs a few listings, not one each.
+func (sc *serverConn) backgroundRefresh() {
+	ctx := sc.sess.ctx
+	for {
+		sc.waitQuiet(ctx)
+		sc.refreshIfStale(ctx)
+		sc.mu.Lock()
+		cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
+		if ctx.Err() != nil || cooling || !sc.isStaleLocked() {
 			sc.list.bgPending = false
 			sc.mu.Unlock()
-			sc.refreshIfStale(sc.sess.ctx)
-		}()
+			return
+		}
+		sc.mu.Unlock()
+	}
+}
+
+func (sc *serverConn) waitQuiet(ctx context.Context) {
+	deadline := time.Now().Add(refreshQuietMax)
+	for time.Now().Before(deadline) {
+		sc.mu.Lock()
+		seen := sc.list.changes
+		sc.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(refreshQuiet):
+		}
+		sc.mu.Lock()
+		quiet := sc.list.changes == seen
+		sc.mu.Unlock()
+		if quiet {
+			return
+		}
 	}
 }
 

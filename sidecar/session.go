@@ -245,6 +245,23 @@ func (sess *Session) close() {
 	wg.Wait()
 }
 
+// track runs f in a goroutine that close waits for, unless the session is
+// closing (then it reports false and f does not run): a WaitGroup must not
+// gain work once its Wait has begun.
+func (sess *Session) track(f func()) bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return false
+	}
+	sess.rounds.Add(1)
+	go func() {
+		defer sess.rounds.Done()
+		f()
+	}()
+	return true
+}
+
 // prepareRound marks names as starting in a new round and returns the
 // function that announces and runs the round. Marking first means a request
 // that arrives before the announcement already waits for these startups.
@@ -253,6 +270,9 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 	round := sess.round
 	sess.round++
 	closed := sess.closed
+	if !closed {
+		sess.rounds.Add(1) // under mu: close may not have begun waiting
+	}
 	sess.mu.Unlock()
 	attempts := make([]*startAttempt, len(names))
 	scs := make([]*serverConn, len(names))
@@ -265,9 +285,10 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 		sc.mu.Unlock()
 		attempts[i], scs[i] = a, sc
 	}
-	sess.rounds.Add(1)
 	return func() {
-		defer sess.rounds.Done()
+		if !closed {
+			defer sess.rounds.Done()
+		}
 		// Every "starting" of the round goes out before any terminal status.
 		for _, sc := range scs {
 			sess.srv.notify(protocol.NotifyStartupStatus, protocol.StartupStatusParams{

@@ -50,3 +50,23 @@ export function assertSameJSON(got, want, what = 'value') {
   err.name = 'AssertionError';
   throw err;
 }
+
+/** v with object keys sorted at every level, for order-blind comparison. */
+function sorted(v) {
+  if (Array.isArray(v)) return v.map(sorted);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+  }
+  return v;
+}
+
+/**
+ * Asserts that got and want are the same JSON value, key order aside. For
+ * what the direct TypeScript SDK client itself reorders: it validates
+ * server requests with zod, which rebuilds objects in the schema's key
+ * order, so its view of an elicitation's requestedSchema is not the bytes
+ * the server sent (the sidecar's is, over stdio).
+ */
+export function assertSameJSONUnordered(got, want, what = 'value') {
+  assertSameJSON(sorted(got), sorted(want), what);
+}
