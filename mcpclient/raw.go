@@ -132,6 +132,7 @@ type rawConn struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*rawSink
+	methods map[jsonrpc.ID]string // methods of pending calls with a placeholder
 
 	// incoming keeps the verbatim params of server requests that are
 	// relayed to the host (elicitation/create), keyed by a reference the
@@ -212,6 +213,12 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if s := sinkFrom(ctx); s != nil && s.expect(req.ID) {
 			c.mu.Lock()
 			c.pending[req.ID] = s
+			if _, ok := placeholders[req.Method]; ok {
+				if c.methods == nil {
+					c.methods = make(map[jsonrpc.ID]string)
+				}
+				c.methods[req.ID] = req.Method
+			}
 			c.mu.Unlock()
 		}
 	}
@@ -232,13 +239,33 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		c.mu.Lock()
 		s := c.pending[resp.ID]
+		method := c.methods[resp.ID]
 		delete(c.pending, resp.ID)
+		delete(c.methods, resp.ID)
 		c.mu.Unlock()
 		if s != nil {
 			s.deliver(resp)
+			// The caller takes the verbatim bytes from the sink; go-sdk
+			// need not decode (and copy) what nobody reads, which for a
+			// 10 MiB tool result is most of the cost of the call.
+			if p, ok := placeholders[method]; ok && resp.Error == nil {
+				resp.Result = p
+			}
 		}
 	}
 	return msg, err
+}
+
+// placeholders are the smallest valid results of the methods whose results
+// the sidecar forwards raw (initialize is not among them: go-sdk needs it).
+var placeholders = map[string]json.RawMessage{
+	"tools/call":               json.RawMessage(`{"content":[]}`),
+	"tools/list":               json.RawMessage(`{"tools":[]}`),
+	"resources/list":           json.RawMessage(`{"resources":[]}`),
+	"resources/templates/list": json.RawMessage(`{"resourceTemplates":[]}`),
+	"resources/read":           json.RawMessage(`{"contents":[]}`),
+	"prompts/list":             json.RawMessage(`{"prompts":[]}`),
+	"prompts/get":              json.RawMessage(`{"messages":[]}`),
 }
 
 // forget drops the pending entry of calls whose caller gave up (the
@@ -249,6 +276,7 @@ func (c *rawConn) forget(s *rawSink) {
 	for id, p := range c.pending {
 		if p == s {
 			delete(c.pending, id)
+			delete(c.methods, id)
 		}
 	}
 }
