@@ -392,9 +392,9 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: %v", sc.name, err)).WithServer(sc.name, tool)
 }
 
-// serverRequest resolves the session and server of a per-server request and
-// returns a live connection.
-func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, error) {
+// sessionServer resolves the session and the server a per-server request
+// names.
+func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn, error) {
 	sess, err := s.session(sessionID)
 	if err != nil {
 		return nil, nil, err
@@ -403,6 +403,16 @@ func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*
 		return nil, nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "server is required")
 	}
 	sc, err := sess.server(server)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, sc, nil
+}
+
+// serverRequest resolves the session and server of a per-server request and
+// returns a live connection.
+func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, error) {
+	_, sc, err := s.sessionServer(sessionID, server)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -492,14 +502,7 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 	if len(mimeTypes) == 0 {
 		mimeTypes = discoverMimeTypes
 	}
-	sess, err := s.session(p.SessionID)
-	if err != nil {
-		return result{}, err
-	}
-	if p.Server == "" {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "server is required")
-	}
-	sc, err := sess.server(p.Server)
+	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -631,11 +634,7 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(p.SessionID)
-	if err != nil {
-		return result{}, err
-	}
-	sc, err := sess.server(p.Server)
+	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}

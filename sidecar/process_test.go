@@ -53,10 +53,12 @@ type sidecarProcess struct {
 	stdout io.ReadCloser
 }
 
-func startSidecarProcess(t *testing.T) *sidecarProcess {
+// startSidecarProcess starts the sidecar as a child process, with extra
+// environment variables ("KEY=VALUE") added to the test's own.
+func startSidecarProcess(t *testing.T, extra ...string) *sidecarProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	cmd.Env = append(append(os.Environ(), serveEnv+"=1"), extra...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -404,33 +403,12 @@ func TestNoOrphans(t *testing.T) {
 	}
 }
 
-// startSidecarProcessEnv is startSidecarProcess with extra environment.
-func startSidecarProcessEnv(t *testing.T, extra ...string) *sidecarProcess {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), serveEnv+"=1"), extra...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return &sidecarProcess{cmd: cmd, stdin: stdin, stdout: stdout}
-}
-
 // TestChildEnvironmentIsAllowlistPlusConfigured runs a real sidecar process
 // with a secret in its environment; the fixture dumps the environment it
 // got: exactly the allowlisted variables the sidecar has, env_vars and env.
 func TestChildEnvironmentIsAllowlistPlusConfigured(t *testing.T) {
 	const secret = "sidecar-only-secret-4f1c"
-	p := startSidecarProcessEnv(t, "SIDECAR_SECRET_TOKEN="+secret, "PASSED_THROUGH=passed", "LANG=C.UTF-8", "TZ=UTC")
+	p := startSidecarProcess(t, "SIDECAR_SECRET_TOKEN="+secret, "PASSED_THROUGH=passed", "LANG=C.UTF-8", "TZ=UTC")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})

@@ -31,6 +31,9 @@ type Options struct {
 	// OnRequest answers the sidecar's requests (mcp/elicit, mcp/roots).
 	// It runs in its own goroutine. A nil OnRequest answers -32601.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// MaxFrameBytes bounds a frame from the sidecar (a 50,000-tool catalog
+	// is over 100 MiB); zero means the protocol default.
+	MaxFrameBytes int64
 }
 
 // Client is a connection to one sidecar.
@@ -45,7 +48,7 @@ type Client struct {
 // stdin).
 func New(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
 	c := &Client{opts: opts}
-	stream := protocol.NewStream(r, w, protocol.StreamOptions{})
+	stream := protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes})
 	c.conn = jsonrpc2.NewConn(ctx, stream, handlerFunc(c.handle))
 	return c
 }
