@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,6 +121,17 @@ type bucket struct {
 
 func newLogLimiter(rate, burst float64) *logLimiter {
 	return &logLimiter{rate: rate, burst: burst, buckets: map[string]*bucket{}}
+}
+
+// forgetSession drops the buckets of a closed session.
+func (l *logLimiter) forgetSession(sessionID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key := range l.buckets {
+		if strings.HasPrefix(key, sessionID+"\x00") {
+			delete(l.buckets, key)
+		}
+	}
 }
 
 // allow reports whether one more line may go out now, and how many were

@@ -243,6 +243,7 @@ func (sess *Session) close() {
 		}
 	}
 	wg.Wait()
+	sess.srv.logLimiter.forgetSession(sess.id)
 }
 
 // track runs f in a goroutine that close waits for, unless the session is
