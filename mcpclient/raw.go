@@ -71,8 +71,7 @@ func (s *rawSink) hasPending() bool {
 	return !s.sealed && len(s.want) > 0
 }
 
-// deliver hands over a response; the result bytes are copied because the
-// transport may reuse its buffers.
+// deliver hands over a response.
 func (s *rawSink) deliver(resp *jsonrpc.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,7 +90,10 @@ func (s *rawSink) deliver(resp *jsonrpc.Response) {
 		s.werr = we
 		return
 	}
-	s.result = bytes.Clone(resp.Result)
+	// go-sdk's decoder copies every json.RawMessage it decodes (segmentio
+	// without DontCopyRawMessage), so Result is this response's own: no
+	// transport buffer backs it, and it is never modified afterwards.
+	s.result = resp.Result
 }
 
 // seal stops the sink from taking responses and returns what it got.

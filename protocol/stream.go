@@ -293,6 +293,11 @@ func (s *Stream) WriteObject(obj any) error {
 // sidecar passes bytes an MCP server sent and go-sdk already decoded).
 // HTML characters are not escaped.
 func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
+	// Large raw results go out without a copy; small ones are cheaper to
+	// copy than to write in three system calls.
+	if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
+		return s.writeRawResult(id, raw)
+	}
 	buf := s.bufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledBuffer {
@@ -328,6 +333,33 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	start := headerRoom - len(h)
 	copy(b[start:], h)
 	return s.write(b[start:])
+}
+
+// rawWriteThreshold is the size above which WriteResult writes a raw
+// result in place.
+const rawWriteThreshold = 64 << 10
+
+// writeRawResult writes a response around raw without copying it: the
+// frame goes out as three writes under the write lock (header and the
+// envelope's head, raw, the closing brace), so a 10 MiB tool result is not
+// copied into a frame buffer first.
+func (s *Stream) writeRawResult(id jsonrpc2.ID, raw json.RawMessage) error {
+	var head []byte
+	wid := WireID(id)
+	const pre, post = `{"jsonrpc":"2.0","id":`, `,"result":`
+	n := len(pre) + len(wid) + len(post) + len(raw) + 1
+	head = appendHeader(make([]byte, 0, headerRoom+len(pre)+len(wid)+len(post)), n)
+	head = append(head, pre...)
+	head = append(head, wid...)
+	head = append(head, post...)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, part := range [][]byte{head, raw, {'}'}} {
+		if _, err := s.w.Write(part); err != nil {
+			return fmt.Errorf("writing message to host: %w", err)
+		}
+	}
+	return nil
 }
 
 // restoreID replaces the reserved string id at the start of a marshaled

@@ -988,6 +988,8 @@ func TestWriteResult(t *testing.T) {
 		{"empty raw is null", jsonrpc2.ID{Num: 1}, json.RawMessage(nil), `{"jsonrpc":"2.0","id":1,"result":null}`},
 		{"rewritten id restored", jsonrpc2.ID{Str: ReservedIDPrefix + "-4", IsString: true}, json.RawMessage(`true`),
 			`{"jsonrpc":"2.0","id":-4,"result":true}`},
+		{"large raw written in place", jsonrpc2.ID{Str: ReservedIDPrefix + "-4", IsString: true}, json.RawMessage(`"` + strings.Repeat("x", rawWriteThreshold) + `"`),
+			`{"jsonrpc":"2.0","id":-4,"result":"` + strings.Repeat("x", rawWriteThreshold) + `"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
