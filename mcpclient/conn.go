@@ -196,11 +196,11 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, err
 		}
 		c.proc = p
-		transport = &rawTransport{inner: &mcp.IOTransport{
-			Reader:        p.stdout,
-			Writer:        p.stdin,
-			MaxLineLength: -1, // lineReader enforces MaxLineBytes
-		}, onConn: func(rc *rawConn) { c.raw = rc }, onProgress: opts.Handlers.Progress}
+		transport = &rawTransport{
+			inner:      &lineTransport{lines: p.stdout, w: p.stdin},
+			onConn:     func(rc *rawConn) { c.raw = rc },
+			onProgress: opts.Handlers.Progress,
+		}
 	}
 
 	version := opts.Config.ProtocolVersion

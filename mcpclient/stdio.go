@@ -299,6 +299,19 @@ func (l *lineReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readLine returns the next JSON line (without its newline) as a copy of
+// its own: the line buffer is reused for the next line.
+func (l *lineReader) readLine() ([]byte, error) {
+	for len(l.pending) == 0 {
+		if err := l.next(); err != nil {
+			return nil, err
+		}
+	}
+	line := bytes.Clone(bytes.TrimSuffix(l.pending, []byte("\n")))
+	l.pending = nil
+	return line, nil
+}
+
 // next reads one line and queues it if it is JSON.
 func (l *lineReader) next() error {
 	l.line = l.line[:0]

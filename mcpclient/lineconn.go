@@ -1,0 +1,220 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lineTransport is the stdio transport: newline-delimited JSON-RPC over
+// the server's pipes, read through the lineReader (which already assembles
+// and checks each line).
+//
+// go-sdk's IOTransport decodes each message twice through a buffering
+// decoder: a json.Decoder over the stream, then DecodeMessage over the
+// raw message, each growing a buffer and copying the bytes. For a 10 MiB
+// tool result that is six or seven copies of the payload. Here a line is
+// copied once, and a response's result is a slice of that copy.
+type lineTransport struct {
+	lines *lineReader
+	w     io.WriteCloser
+}
+
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	return &lineConn{lines: t.lines, w: t.w}, nil
+}
+
+type lineConn struct {
+	lines *lineReader
+	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
+
+	wmu sync.Mutex
+	w   io.WriteCloser
+
+	closeOnce sync.Once
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+// Read returns the next message. go-sdk calls it from one goroutine;
+// Close unblocks it by closing the pipe.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for len(c.queue) == 0 {
+		line, err := c.lines.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if line[0] == '[' {
+			var items []json.RawMessage
+			if err := json.Unmarshal(line, &items); err != nil {
+				return nil, fmt.Errorf("decoding batch: %w", err)
+			}
+			for _, it := range items {
+				msg, err := decodeLine(it)
+				if err != nil {
+					return nil, err
+				}
+				c.queue = append(c.queue, msg)
+			}
+			continue
+		}
+		return decodeLine(line)
+	}
+	msg := c.queue[0]
+	c.queue = c.queue[1:]
+	return msg, nil
+}
+
+// decodeLine decodes one message. A successful response's result is a
+// slice of line, which is this message's own copy; everything else goes
+// through go-sdk's decoder.
+func decodeLine(line []byte) (jsonrpc.Message, error) {
+	if res, id, ok := splitResult(line); ok {
+		var v any
+		if err := json.Unmarshal(id, &v); err == nil {
+			if jid, err := jsonrpc.MakeID(v); err == nil && jid.IsValid() {
+				return &jsonrpc.Response{ID: jid, Result: res}, nil
+			}
+		}
+	}
+	return jsonrpc.DecodeMessage(line)
+}
+
+// splitResult finds the id and result of a line that is a success
+// response: an object with "jsonrpc":"2.0", an "id", a "result", and no
+// other member. Anything else is left to the full decoder. The line is
+// valid JSON (lineReader checked it), so finding each value's extent is
+// enough; nothing is copied.
+func splitResult(line []byte) (result, id []byte, ok bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return nil, nil, false
+	}
+	i++
+	version := false
+	for {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] != '"' {
+			return nil, nil, false
+		}
+		kEnd := stringEnd(line, i)
+		key := line[i:kEnd]
+		i = skipSpace(line, kEnd)
+		if i >= len(line) || line[i] != ':' {
+			return nil, nil, false
+		}
+		i = skipSpace(line, i+1)
+		vEnd := valueEnd(line, i)
+		value := bytes.TrimRight(line[i:vEnd], " \t\r\n")
+		switch string(key) {
+		case `"result"`:
+			result = value
+		case `"id"`:
+			id = value
+		case `"jsonrpc"`:
+			version = string(value) == `"2.0"`
+		default: // method, error, or anything else: not the fast case
+			return nil, nil, false
+		}
+		i = skipSpace(line, vEnd)
+		if i >= len(line) {
+			return nil, nil, false
+		}
+		if line[i] == '}' {
+			break
+		}
+		if line[i] != ',' {
+			return nil, nil, false
+		}
+		i++
+	}
+	return result, id, version && result != nil && id != nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i] ('"').
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}
+
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding message: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(data) > 64<<10 {
+		// A large message (a 1 MiB argument) goes out as it is; its
+		// newline follows in a second write rather than a copy.
+		if _, err := c.w.Write(data); err != nil {
+			return err
+		}
+		_, err = c.w.Write([]byte{'\n'})
+		return err
+	}
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
+func (c *lineConn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		err = c.w.Close()
+		if cerr := c.lines.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
