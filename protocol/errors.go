@@ -25,6 +25,9 @@ const (
 	CodeConnectionLost    int64 = -32015
 	CodeBindingChanged    int64 = -32016
 	CodeDiscoveryRejected int64 = -32017
+	// CodeTooManyRequests is an extension of the contract: a session has
+	// limits.maxPendingPerSession requests in flight already.
+	CodeTooManyRequests int64 = -32018
 )
 
 // Error kinds carried in ErrorData.Kind. They name the failure for programs;
@@ -46,6 +49,7 @@ const (
 	KindConnectionLost    = "connection_lost"
 	KindBindingChanged    = "binding_changed"
 	KindDiscoveryRejected = "discovery_rejected"
+	KindTooManyRequests   = "too_many_requests"
 	KindServerError       = "server_error" // a JSON-RPC error the MCP server returned
 )
 

@@ -89,7 +89,10 @@ type Limits struct {
 	MaxFrameBytes       int64 `json:"maxFrameBytes,omitempty"`
 	MaxToolNameBytes    int   `json:"maxToolNameBytes,omitempty"`
 	MaxConcurrentStarts int   `json:"maxConcurrentStarts,omitempty"`
-	RefreshCooldownMs   int64 `json:"refreshCooldownMs,omitempty"`
+	// MaxPendingPerSession bounds the requests one session may have in
+	// flight (tool calls and per-server requests); default 256.
+	MaxPendingPerSession int   `json:"maxPendingPerSession,omitempty"`
+	RefreshCooldownMs    int64 `json:"refreshCooldownMs,omitempty"`
 }
 
 type InitializeParams struct {

@@ -27,9 +27,10 @@ const (
 var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
 
 const (
-	defaultMaxConcurrentStarts = 8
-	defaultToolNameBytes       = 64
-	defaultRefreshCooldown     = 2 * time.Second
+	defaultMaxConcurrentStarts  = 8
+	defaultMaxPendingPerSession = 256
+	defaultToolNameBytes        = 64
+	defaultRefreshCooldown      = 2 * time.Second
 )
 
 // environment is what initialize established; it does not change afterwards.
@@ -40,6 +41,7 @@ type environment struct {
 	hostCaps     protocol.HostCapabilities
 	launcher     launcherprobe.Result
 	maxNameBytes int
+	maxPending   int
 	cooldown     time.Duration
 	startSem     *semaphore.Weighted
 	shared       *catalog.SharedListings
@@ -105,6 +107,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		features:     map[string]bool{},
 		hostCaps:     p.Capabilities,
 		maxNameBytes: defaultToolNameBytes,
+		maxPending:   defaultMaxPendingPerSession,
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 	}
@@ -118,6 +121,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 		if l.MaxConcurrentStarts > 0 {
 			starts = int64(l.MaxConcurrentStarts)
+		}
+		if l.MaxPendingPerSession > 0 {
+			env.maxPending = l.MaxPendingPerSession
 		}
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond

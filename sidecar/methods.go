@@ -102,6 +102,11 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	if err != nil {
 		return result{}, err
 	}
+	release, err := sess.admit()
+	if err != nil {
+		return result{}, err
+	}
+	defer release()
 	if len(p.SandboxState) > 0 {
 		if err := sandbox.ValidateState(p.SandboxState); err != nil {
 			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
@@ -409,18 +414,24 @@ func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn,
 	return sess, sc, nil
 }
 
-// serverRequest resolves the session and server of a per-server request and
-// returns a live connection.
-func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, error) {
-	_, sc, err := s.sessionServer(sessionID, server)
+// serverRequest resolves the session and server of a per-server request,
+// admits it against the session's bound, and returns a live connection and
+// the release the caller must call when done.
+func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
+	sess, sc, err := s.sessionServer(sessionID, server)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	release, err := sess.admit()
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	conn, err := sc.ready(ctx)
 	if err != nil {
-		return nil, nil, callerError(ctx, err)
+		release()
+		return nil, nil, nil, callerError(ctx, err)
 	}
-	return sc, conn, nil
+	return sc, conn, release, nil
 }
 
 // listMethod forwards resources/list, resources/templates/list and
@@ -431,10 +442,11 @@ func (s *Server) listMethod(key string) handlerFunc {
 		if err := decodeParams(params, &p); err != nil {
 			return result{}, err
 		}
-		sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+		sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
 		if err != nil {
 			return result{}, err
 		}
+		defer release()
 		fetch := pageFetcher(conn, key)
 		if !p.All {
 			raw, err := fetch(ctx, p.Cursor)
@@ -479,10 +491,11 @@ func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (res
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
-	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
+	defer release()
 	raw, err := conn.ReadResource(ctx, p.URI)
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
@@ -506,6 +519,11 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 	if err != nil {
 		return result{}, err
 	}
+	release, err := sess.admit()
+	if err != nil {
+		return result{}, err
+	}
+	defer release()
 	var conn *mcpclient.Conn
 	if sess.env.feature(FeatureEarlyDiscovery) {
 		conn, err = sc.initializedConn(ctx)
@@ -578,10 +596,11 @@ func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
-	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
+	defer release()
 	raw, err := conn.GetPrompt(ctx, p.Name, p.Arguments)
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
@@ -603,10 +622,11 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 	delete(fields, "sessionId")
 	delete(fields, "server")
 	forward, _ := json.Marshal(fields)
-	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
+	defer release()
 	raw, err := conn.Complete(ctx, forward)
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
@@ -619,10 +639,11 @@ func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (re
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	sc, conn, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
+	defer release()
 	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
 		return result{}, err
 	}

@@ -39,6 +39,7 @@ type Session struct {
 	closed  bool
 	catalog sessionCatalog
 
+	pending   int        // requests in flight, guarded by mu (admit)
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
 
@@ -244,6 +245,25 @@ func (sess *Session) close() {
 	}
 	wg.Wait()
 	sess.srv.logLimiter.forgetSession(sess.id)
+}
+
+// admit counts a request against the session's bound on requests in
+// flight, so that a host that floods one session (or a server that never
+// answers) cannot pile up goroutines without end. The caller must call the
+// returned release.
+func (sess *Session) admit() (release func(), err error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.pending >= sess.env.maxPending {
+		return nil, protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
+			fmt.Sprintf("session %q has %d requests in flight (limits.maxPendingPerSession); try again when some finish", sess.id, sess.pending)).Retry()
+	}
+	sess.pending++
+	return func() {
+		sess.mu.Lock()
+		sess.pending--
+		sess.mu.Unlock()
+	}, nil
 }
 
 // track runs f in a goroutine that close waits for, unless the session is

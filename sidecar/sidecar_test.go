@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -582,4 +584,51 @@ func readPID(t *testing.T, path string) int {
 		t.Fatalf("pid file %q: %v", b, err)
 	}
 	return pid
+}
+
+// TestPendingRequestsBounded: a session cannot pile up requests without
+// end; past limits.maxPendingPerSession a request is refused at once, and
+// accepted again once others finish.
+func TestPendingRequestsBounded(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
+		Tools: []fixture.ToolSpec{tool("sleep", "sleep"), tool("echo", "echo")},
+	})}, map[string]any{"limits": map[string]any{"maxPendingPerSession": 2}})
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	var ids []jsonrpc2.ID
+	for i, tok := range []string{"p-1", "p-2"} {
+		id, _, err := h.client.Dispatch(h.ctx, protocol.MethodToolsCall, map[string]any{
+			"sessionId": sid, "name": "mcp__s__sleep", "arguments": map[string]any{"ms": 60000, "tag": tok},
+			"meta": map[string]any{"progressToken": tok},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		h.waitFor("sleep "+strconv.Itoa(i)+" running", func(n hostclient.Notification) bool {
+			return n.Method == protocol.NotifyProgress && strings.Contains(string(n.Params), tok)
+		})
+	}
+	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__echo"})
+	_, data := h.wantCode(err, protocol.CodeTooManyRequests)
+	if !data.Retryable {
+		t.Errorf("data %+v: the refusal should be retryable", data)
+	}
+	for _, id := range ids {
+		if err := h.client.Cancel(h.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Cancelled calls release their slots when their handlers return.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__echo"})
+		if err == nil {
+			break
+		}
+		if je, _ := h.rpcError(err); je.Code != protocol.CodeTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("after cancelling: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
