@@ -160,6 +160,16 @@ func BenchmarkListChanged(b *testing.B) {
 		b.ReportMetric(float64(f.toCorrect.Microseconds())/1000/float64(b.N), "ms-to-correct")
 		b.ReportMetric(float64(f.toolsChanged)/float64(b.N), "toolsChanged")
 	})
+	b.Run("via=sidecar/notification-to-callable", func(b *testing.B) {
+		for range b.N {
+			p.toCallable(b)
+		}
+	})
+	b.Run("via=sidecar/plain-tools-list", func(b *testing.B) {
+		for range b.N {
+			p.plainList(b)
+		}
+	})
 	b.Run("via=direct-one-listing", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := p.direct.listTools(); err != nil {

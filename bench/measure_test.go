@@ -409,6 +409,41 @@ func setupStorm(tb testing.TB) *stormPaths {
 	return p
 }
 
+// toCallable is issue 5's measure: one tools/list_changed announcing a
+// new tool, then a call of that tool through the host protocol. The time
+// runs from the moment the host has the answer of the call that made the
+// server notify (the notification precedes that answer on the wire) to
+// the new tool's result: the sidecar must notice the stale catalog,
+// refresh it and bind the new name within that time.
+func (p *stormPaths) toCallable(tb testing.TB) time.Duration {
+	tb.Helper()
+	raw, err := p.h.callTool(p.sess, "mcp__s__storm", json.RawMessage(`{"count":1,"ms":0}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	t0 := time.Now()
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || len(res.Content) != 1 {
+		tb.Fatalf("storm result %s: %v", raw, err)
+	}
+	if _, err := p.h.callTool(p.sess, "mcp__s__version_"+res.Content[0].Text, nil); err != nil {
+		tb.Fatalf("the tool the notification announced is not callable: %v", err)
+	}
+	return time.Since(t0)
+}
+
+// plainList is the baseline of toCallable: one tools/list through the
+// host protocol, no refresh.
+func (p *stormPaths) plainList(tb testing.TB) time.Duration {
+	tb.Helper()
+	t0 := time.Now()
+	var raw json.RawMessage
+	p.h.mustCall(protocol.MethodToolsList, map[string]any{"sessionId": p.sess}, &raw)
+	return time.Since(t0)
+}
+
 func (p *stormPaths) lists(tb testing.TB) int {
 	tb.Helper()
 	raw, err := p.h.callTool(p.sess, "mcp__s__stats", nil)

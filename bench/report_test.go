@@ -166,6 +166,14 @@ func TestReport(t *testing.T) {
 	p("| 6 | ... last notification to a correct tools/list, median | %s (%.0f host polls) | %s (one direct tools/list) | %.1fx | |\n",
 		ms(median(toCorrect)), medianF(polls), ms(median(dl)), float64(median(toCorrect))/float64(median(dl)))
 
+	var callable, plain []time.Duration
+	for range reps(100) {
+		callable = append(callable, sp.toCallable(t))
+		plain = append(plain, sp.plainList(t))
+	}
+	p("| 6 | one list_changed to the new tool called through the host protocol, median of %d | %s | %s (a plain tools/list through the host protocol) | %.1fx | same turn |\n",
+		len(callable), ms(median(callable)), ms(median(plain)), float64(median(callable))/float64(median(plain)))
+
 	// 7. Large payloads.
 	t.Log("7. large payloads")
 	pp := setupPayload(t, true)

@@ -200,6 +200,10 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			inner:      &lineTransport{lines: p.stdout, w: p.stdin},
 			onConn:     func(rc *rawConn) { c.raw = rc },
 			onProgress: opts.Handlers.Progress,
+			onNotify: map[string]func(){
+				"notifications/tools/list_changed":     opts.Handlers.ToolListChanged,
+				"notifications/resources/list_changed": opts.Handlers.ResourceListChanged,
+			},
 		}
 	}
 
@@ -261,10 +265,17 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 			h.Log(r.Params)
 		}
 	}
-	if h.ToolListChanged != nil {
+	// Over stdio, list_changed notifications are counted on the read path
+	// too (rawConn.Read), for the same reason as progress: a notification
+	// the server sent before answering a call must be known when the host
+	// gets that answer, or a tool it announced is not callable in the same
+	// turn. Over HTTP go-sdk's handlers see them (the standalone stream
+	// included).
+	stdio := c.opts.Config.Transport() == config.TransportStdio
+	if h.ToolListChanged != nil && !stdio {
 		o.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { h.ToolListChanged() }
 	}
-	if h.ResourceListChanged != nil {
+	if h.ResourceListChanged != nil && !stdio {
 		o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { h.ResourceListChanged() }
 	}
 	if h.PromptListChanged != nil {

@@ -110,6 +110,9 @@ type rawTransport struct {
 	inner      mcp.Transport
 	onConn     func(*rawConn) // tells the owner the connection it got
 	onProgress func(*mcp.ProgressNotificationParams)
+	// onNotify sees the named notifications on the read path, in wire
+	// order (nil entries are skipped).
+	onNotify map[string]func()
 }
 
 func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -117,7 +120,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress}
+	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress, onNotify: t.onNotify}
 	if t.onConn != nil {
 		t.onConn(rc)
 	}
@@ -131,6 +134,7 @@ type rawConn struct {
 	// order: a progress notification the server sent before its response
 	// is delivered before the caller sees the response.
 	onProgress func(*mcp.ProgressNotificationParams)
+	onNotify   map[string]func()
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*rawSink
@@ -231,6 +235,11 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && req.Method == "elicitation/create" {
 		req.Params = c.incoming.stash(req.Params)
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		if f := c.onNotify[req.Method]; f != nil {
+			f()
+		}
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
 		var p mcp.ProgressNotificationParams

@@ -266,6 +266,11 @@ func TestListChangedRefreshUpdatesDiskCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitToolsChanged(h, open.SessionID, "s", protocol.ReasonListChanged)
+	// The refresh writes the cache in the background; closing the session
+	// waits for that write.
+	if err := h.call(protocol.MethodSessionClose, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
 	files, _ := filepath.Glob(filepath.Join(cacheDir, "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("cache files %v, want one", files)

@@ -241,9 +241,14 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 	case p.Name != "":
 		ref, ok := sess.snapshot().byName[p.Name]
 		if !ok {
-			// Servers still starting may yet publish it.
+			// Servers still starting may yet publish it, and so may a
+			// stale catalog: a tool a notification announced is callable
+			// in the same turn.
 			if err := waitStarting(ctx, sess.allServers()); err != nil {
 				return nil, catalog.Tool{}, callerError(ctx, err)
+			}
+			for _, sc := range sess.allServers() {
+				sc.refreshIfStale(ctx)
 			}
 			ref, ok = sess.snapshot().byName[p.Name]
 		}

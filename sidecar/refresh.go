@@ -199,7 +199,10 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		// The disk cache and any shared startup listing of this scope
 		// must not publish tools from before this refresh.
 		sc.sess.env.shared.Invalidate(sc.scopeKey)
-		sc.storeCache(conn, items)
+		// The disk write (fsync included) is not in the way of the call or
+		// discovery that asked for this refresh.
+		listedAt := time.Now()
+		sc.sess.track(func() { sc.storeCacheAt(conn, items, listedAt) })
 		if changed {
 			sc.sess.rebuildCatalog()
 			sc.sess.srv.notify(protocol.NotifyToolsChanged, protocol.ToolsChangedParams{SessionID: sc.sess.id, Server: sc.name, Reason: reason})

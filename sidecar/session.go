@@ -101,6 +101,11 @@ type serverConn struct {
 	// discovery rejects a result assembled across a change.
 	resourceGen uint64
 	crashes     int // crashes since the last stable run
+
+	// cacheMu orders disk cache writes of this server: a refresh writes in
+	// the background, and an older listing must not overwrite a newer one.
+	cacheMu      sync.Mutex
+	cacheWritten time.Time // ListedAt of the last entry written
 }
 
 func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
@@ -421,11 +426,23 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 // storeCache writes a live listing to the disk cache, unless the server
 // opted out of caching. A failure is reported, never fatal.
 func (sc *serverConn) storeCache(conn *mcpclient.Conn, items []json.RawMessage) {
+	sc.storeCacheAt(conn, items, time.Now())
+}
+
+// storeCacheAt writes a listing made at listedAt, unless a newer one was
+// written already.
+func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage, listedAt time.Time) {
 	disk := sc.sess.env.disk
 	if disk == nil || !cacheable(conn) {
 		return
 	}
-	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: time.Now(), Tools: items}
+	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: items}
+	sc.cacheMu.Lock()
+	defer sc.cacheMu.Unlock()
+	if entry.ListedAt.Before(sc.cacheWritten) {
+		return // a newer listing was written already
+	}
+	sc.cacheWritten = entry.ListedAt
 	if err := disk.Store(sc.scopeKey, entry); err != nil {
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q not written: %v", sc.name, err))
 		return
