@@ -439,6 +439,21 @@ func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*
 	return sc, conn, release, nil
 }
 
+// forward runs one request on a server's live connection and returns its
+// result as the server sent it.
+func (s *Server) forward(ctx context.Context, sessionID, server string, do func(*mcpclient.Conn) (json.RawMessage, error)) (result, error) {
+	sc, conn, release, err := s.serverRequest(ctx, sessionID, server)
+	if err != nil {
+		return result{}, err
+	}
+	defer release()
+	raw, err := do(conn)
+	if err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: raw}, nil
+}
+
 // listMethod forwards resources/list, resources/templates/list and
 // prompts/list: one page as the server sent it, or every page when all.
 func (s *Server) listMethod(key string) handlerFunc {
@@ -496,16 +511,9 @@ func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (res
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
-	if err != nil {
-		return result{}, err
-	}
-	defer release()
-	raw, err := conn.ReadResource(ctx, p.URI)
-	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
-	}
-	return result{value: raw}, nil
+	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		return conn.ReadResource(ctx, p.URI)
+	})
 }
 
 // Resource kinds that early discovery looks for by default.
@@ -601,16 +609,9 @@ func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
-	if err != nil {
-		return result{}, err
-	}
-	defer release()
-	raw, err := conn.GetPrompt(ctx, p.Name, p.Arguments)
-	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
-	}
-	return result{value: raw}, nil
+	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		return conn.GetPrompt(ctx, p.Name, p.Arguments)
+	})
 }
 
 // complete forwards completion/complete; params other than sessionId and
@@ -626,17 +627,10 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 	}
 	delete(fields, "sessionId")
 	delete(fields, "server")
-	forward, _ := json.Marshal(fields)
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
-	if err != nil {
-		return result{}, err
-	}
-	defer release()
-	raw, err := conn.Complete(ctx, forward)
-	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
-	}
-	return result{value: raw}, nil
+	body, _ := json.Marshal(fields)
+	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		return conn.Complete(ctx, body)
+	})
 }
 
 func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (result, error) {
