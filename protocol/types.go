@@ -224,6 +224,7 @@ type ServerStatus struct {
 	Name            string          `json:"name"`
 	State           string          `json:"state"`
 	Transport       string          `json:"transport"`
+	Required        bool            `json:"required,omitempty"`
 	PID             int             `json:"pid,omitempty"`
 	ProtocolVersion string          `json:"protocolVersion,omitempty"`
 	Capabilities    json.RawMessage `json:"capabilities"`
@@ -246,11 +247,16 @@ type StartupStatusParams struct {
 	Status    string `json:"status"`
 	Error     string `json:"error,omitempty"`
 	Tools     *int   `json:"tools,omitempty"`
+	// Required marks the failure of a server configured required = true.
+	Required bool `json:"required,omitempty"`
 }
 
 type FailedServer struct {
 	Server string `json:"server"`
 	Error  string `json:"error"`
+	// Required is set when the server is configured required = true: the
+	// harness should treat the session as unusable.
+	Required bool `json:"required,omitempty"`
 }
 
 type StartupCompleteParams struct {

@@ -711,6 +711,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		Name:         sc.name,
 		State:        sc.state,
 		Transport:    sc.cfg.Transport(),
+		Required:     sc.cfg.Required,
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,

@@ -342,7 +342,7 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 			case isCancelled(a.err):
 				summary.Cancelled = append(summary.Cancelled, sc.name)
 			default:
-				summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error()})
+				summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error(), Required: sc.cfg.Required})
 			}
 		}
 		sess.srv.notify(protocol.NotifyStartupComplete, summary)
@@ -561,6 +561,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	default:
 		st.Status = protocol.StatusFailed
 		st.Error = err.Error()
+		st.Required = sc.cfg.Required
 	}
 	sess.srv.notify(protocol.NotifyStartupStatus, st)
 	if changed {

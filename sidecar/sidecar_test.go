@@ -632,3 +632,65 @@ func TestPendingRequestsBounded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRequiredFailureReportedAsSuch: a required server that fails to start
+// is marked required in its failed status, the round's summary and
+// servers/status, so that a harness can refuse to go on without it.
+func TestRequiredFailureReportedAsSuch(t *testing.T) {
+	req := fixture.Config("req", fixture.Spec{ExitAtStart: true})
+	req.Required = true
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{
+		"req": req,
+		"opt": fixture.Config("opt", fixture.Spec{ExitAtStart: true}),
+	}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	sum := h.waitComplete(sid, 0)
+	got := map[string]bool{}
+	for _, f := range sum.Failed {
+		got[f.Server] = f.Required
+	}
+	if diff := cmp.Diff(map[string]bool{"req": true, "opt": false}, got); diff != "" {
+		t.Errorf("summary failed[].required (-want +got):\n%s", diff)
+	}
+	for _, n := range h.notifications() {
+		var p protocol.StartupStatusParams
+		if n.Method == protocol.NotifyStartupStatus && json.Unmarshal(n.Params, &p) == nil && p.Status == protocol.StatusFailed {
+			if p.Required != (p.Server == "req") {
+				t.Errorf("failed status of %s: required %v", p.Server, p.Required)
+			}
+		}
+	}
+	var st protocol.ServersStatusResult
+	if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": sid}, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Servers {
+		if s.Required != (s.Name == "req") {
+			t.Errorf("servers/status %s: required %v", s.Name, s.Required)
+		}
+	}
+}
+
+// TestServerErrorForwarded: when the server itself answers a call with a
+// JSON-RPC error (here go-sdk's -32602 for a tool it no longer has, while
+// the catalog, with list_changed off, still lists it), the host gets that
+// code with kind server_error and the server's code in data.
+func TestServerErrorForwarded(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
+		Tools: []fixture.ToolSpec{tool("gone", "echo"), tool("remove", "remove_tool")},
+	})}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__remove", "arguments": map[string]any{"name": "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__gone"})
+	je, data := h.rpcError(err)
+	if je.Code != protocol.CodeInvalidParams || data.Kind != protocol.KindServerError || data.ServerCode == nil || *data.ServerCode != protocol.CodeInvalidParams {
+		t.Errorf("error %d %q %+v: want the server's -32602 as server_error", je.Code, je.Message, data)
+	}
+	if data.Server != "s" || data.Tool != "gone" {
+		t.Errorf("data %+v should name server and tool", data)
+	}
+}
