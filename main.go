@@ -121,7 +121,7 @@ servers come from initialize (inline "servers" and "configFiles").
 
 Example (what a harness does):
   spawn "mcp-sidecar" with pipes, then send
-  Content-Length: 87\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"my-agent"}}}
+  Content-Length: 90\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"my-agent"}}}
 `
 
 func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -335,6 +335,24 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	return s.write(b[start:])
 }
 
+// WriteError writes the error response to the request id. Like
+// WriteResult it does not need the jsonrpc2 connection, so replies to
+// requests still in flight when the host closed its end of stdin still go
+// out on stdout.
+func (s *Stream) WriteError(id jsonrpc2.ID, e *jsonrpc2.Error) error {
+	errJSON, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encoding error for host: %w", err)
+	}
+	wid := WireID(id)
+	body := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"error":}`)+len(wid)+len(errJSON))
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = append(body, wid...)
+	body = append(body, `,"error":`...)
+	body = append(body, errJSON...)
+	return s.writeFrame(append(body, '}'))
+}
+
 // rawWriteThreshold is the size above which WriteResult writes a raw
 // result in place.
 const rawWriteThreshold = 64 << 10

@@ -56,6 +56,8 @@ type harness struct {
 	ctx    context.Context
 	client *hostclient.Client
 	exit   chan int
+	// cacheDir is the harness's default initialize.cacheDir.
+	cacheDir string
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -69,7 +71,10 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
-	h := &harness{t: t, ctx: ctx, exit: make(chan int, 1)}
+	// The cache folder is made before the cleanup that stops the sidecar is
+	// registered, so that it is removed after the sidecar (which may still
+	// be writing to it in the background) has stopped.
+	h := &harness{t: t, ctx: ctx, exit: make(chan int, 1), cacheDir: t.TempDir()}
 	h.cond = sync.NewCond(&h.mu)
 	hostR, sidecarW := io.Pipe()
 	sidecarR, hostW := io.Pipe()
@@ -114,7 +119,7 @@ func newHarness(t *testing.T) *harness {
 // initialize sends initialize with the given servers (and extra params).
 func (h *harness) initialize(servers map[string]*config.ServerConfig, extra map[string]any) protocol.InitializeResult {
 	h.t.Helper()
-	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.t.TempDir()}
+	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.cacheDir}
 	for k, v := range extra {
 		params[k] = v
 	}

@@ -175,7 +175,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		ServerInfo:   protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
 		Capabilities: protocol.SidecarCapabilities{Features: features},
 		Launcher:     env.launcher.Report(),
-		Servers:      slices.Clone(env.order),
+		Servers:      append([]string{}, env.order...), // [] when none, never null
 	}}, nil
 }
 

@@ -258,3 +258,38 @@ func TestHostileFrames(t *testing.T) {
 		t.Errorf("exit status %d", code)
 	}
 }
+
+// TestHalfCloseStillAnswers: a host that writes its requests and closes
+// stdin at once (printf ... | mcp-sidecar) still gets the replies of the
+// requests in flight; lists are [] rather than null.
+func TestHalfCloseStillAnswers(t *testing.T) {
+	p := startSidecarProcess(t)
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t"}}}`
+	if _, err := fmt.Fprintf(p.stdin, "Content-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	p.stdin.Close()
+	out, err := io.ReadAll(p.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, frame, ok := strings.Cut(string(out), "\r\n\r\n")
+	if !ok {
+		t.Fatalf("no reply frame in %q", out)
+	}
+	var rep struct {
+		ID     int `json:"id"`
+		Result struct {
+			Servers []string `json:"servers"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(frame), &rep); err != nil || rep.ID != 1 {
+		t.Fatalf("reply %q: %v", frame, err)
+	}
+	if !strings.Contains(frame, `"servers":[]`) {
+		t.Errorf("reply %s: servers must be [] when none are configured", frame)
+	}
+	if code := p.wait(t); code != 1 {
+		t.Errorf("exit status %d after EOF without shutdown, want 1", code)
+	}
+}

@@ -477,7 +477,7 @@ func TestCacheFilesPrivateAndSecretFree(t *testing.T) {
 		}
 		handler.ServeHTTP(w, r)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the sidecar (registered later) has stopped
 
 	cacheDir := t.TempDir()
 	h := newHarness(t)

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -89,7 +90,9 @@ var errCancelledByHost = errors.New("request cancelled by the host")
 // shutdown, 1 when the host exits or disappears without shutdown (as LSP).
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 	s := newServer(ctx, opts)
-	s.stream = protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger, OmitRequestParams: true})
+	// The stream must not close w when the host closes stdin: replies to
+	// requests in flight still go out (a host may half-close).
+	s.stream = protocol.NewStream(r, writeOnly{w}, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger, OmitRequestParams: true})
 	s.conn = jsonrpc2.NewConn(s.ctx, s.stream, s)
 	close(s.connReady)
 	select {
@@ -130,15 +133,34 @@ func newServer(ctx context.Context, opts Options) *Server {
 	return s
 }
 
-// stop ends every session, waits for request goroutines and closes the
-// host connection. Sessions end before the goroutines are awaited, so that
-// requests waiting on a server return.
+// stop ends every session, waits for request goroutines (their replies
+// are written even after stdin ended) and closes the host connection.
+// Sessions end before the goroutines are awaited, so that requests waiting
+// on a server return; a host that no longer reads stdout cannot hold the
+// exit up for longer than replyGrace.
 func (s *Server) stop() {
 	s.closeAllSessions()
 	s.cancel()
-	s.work.Wait()
+	done := make(chan struct{})
+	go func() {
+		s.work.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(replyGrace):
+		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
+	}
 	s.conn.Close()
 }
+
+// replyGrace bounds how long stop waits for the last replies.
+const replyGrace = 5 * time.Second
+
+// writeOnly hides the Close of a writer.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 func (s *Server) closeAllSessions() {
 	s.mu.Lock()
@@ -306,7 +328,7 @@ func cancelledError() *protocol.Error {
 }
 
 func (s *Server) replyError(id jsonrpc2.ID, e *protocol.Error) {
-	if err := s.conn.ReplyWithError(s.ctx, id, e.JSONRPC()); err != nil {
+	if err := s.stream.WriteError(id, e.JSONRPC()); err != nil {
 		s.logger.Debug("error reply not written", "err", err)
 	}
 }
