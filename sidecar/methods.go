@@ -211,22 +211,14 @@ func progressKey(raw json.RawMessage) string {
 	return progressKeyOf(v)
 }
 
+// Both sides come from encoding/json decoding into any: a token is a
+// string or a float64.
 func progressKeyOf(v any) string {
 	switch t := v.(type) {
 	case string:
 		return "s:" + t
 	case float64:
 		return "n:" + strconv.FormatFloat(t, 'g', -1, 64)
-	case int64:
-		return "n:" + strconv.FormatFloat(float64(t), 'g', -1, 64)
-	case int:
-		return "n:" + strconv.FormatFloat(float64(t), 'g', -1, 64)
-	case json.Number:
-		f, err := t.Float64()
-		if err != nil {
-			return "raw:" + t.String()
-		}
-		return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
 	default:
 		b, _ := json.Marshal(v)
 		return "raw:" + string(b)
@@ -318,9 +310,8 @@ func (sc *serverConn) usable(ctx context.Context) error {
 }
 
 func (sc *serverConn) unknownTool(name string) *protocol.Error {
-	cfgFilter := catalog.Filter{Enabled: sc.cfg.EnabledTools, Disabled: sc.cfg.DisabledTools}
 	msg := fmt.Sprintf("server %q has no tool %q", sc.name, name)
-	if !cfgFilter.Allows(name) {
+	if !catalog.FilterOf(sc.cfg).Allows(name) {
 		msg = fmt.Sprintf("tool %q of server %q is disabled by enabled_tools/disabled_tools", name, sc.name)
 	}
 	return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool, msg).WithServer(sc.name, name)

@@ -192,9 +192,6 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		sc.catalogSrc = protocol.CatalogLive
 		sc.list.listed = gen
 		sc.list.failedAt = time.Time{}
-		if changed {
-			sc.revision++
-		}
 		sc.mu.Unlock()
 		// The disk cache and any shared startup listing of this scope
 		// must not publish tools from before this refresh.

@@ -87,7 +87,6 @@ type serverConn struct {
 	attempt    *startAttempt
 	tools      []catalog.Tool // filtered, as the server sent them
 	catalogSrc string
-	revision   uint64
 	lastErr    string
 	restarts   int
 	startedAt  time.Time
@@ -474,14 +473,7 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	f := catalog.Filter{Enabled: sc.cfg.EnabledTools, Disabled: sc.cfg.DisabledTools}
-	tools := make([]catalog.Tool, 0, len(all))
-	for _, t := range all {
-		if f.Allows(t.Name) {
-			tools = append(tools, t)
-		}
-	}
-	return tools
+	return catalog.FilterOf(sc.cfg).Apply(all)
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -525,7 +517,6 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.conn = conn
 			sc.tools = tools
 			sc.catalogSrc = protocol.CatalogLive
-			sc.revision++
 			sc.lastErr = ""
 			sc.startedAt = time.Now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
@@ -844,6 +835,5 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	}
 	sc.tools = tools
 	sc.catalogSrc = protocol.CatalogCached
-	sc.revision++
 	return true
 }
