@@ -68,16 +68,12 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 	}
 	if env.hostCaps.Elicitation {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			var res json.RawMessage
-			err := srv.conn.Call(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params}, &res)
-			return res, err
+			return srv.callHost(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params})
 		}
 	}
 	if env.hostCaps.Roots {
 		opts.Handlers.ListRoots = func(ctx context.Context) (json.RawMessage, error) {
-			var res json.RawMessage
-			err := srv.conn.Call(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name}, &res)
-			return res, err
+			return srv.callHost(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name})
 		}
 	}
 	return opts

@@ -354,6 +354,15 @@ func (s *Server) notify(method string, params any) {
 	}
 }
 
+// callHost sends the host a request (a server-to-host request relayed, such
+// as mcp/elicit) and returns its raw result. Every host-bound request goes
+// through here, so the wire underneath can change without its callers.
+func (s *Server) callHost(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := s.conn.Call(ctx, method, params, &res)
+	return res, err
+}
+
 // result is what a handler produces: the value to reply with, and work to
 // run after the reply was written (so that events caused by a request
 // follow its response on the wire).
