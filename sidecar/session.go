@@ -383,8 +383,8 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 		sess.prepared = append(sess.prepared, r)
 	}
 	sess.mu.Unlock()
-	if h := sess.srv.opts.hooks; h != nil && h.roundPrepared != nil {
-		h.roundPrepared(sess.id, r.n)
+	if f := sess.srv.hook().roundPrepared; f != nil {
+		f(sess.id, r.n)
 	}
 	if closed {
 		// close has taken the prepared rounds already: this one ends here.
