@@ -102,7 +102,7 @@ func (s *Server) logServer(sessionID, server, level, msg string) {
 // flooding stderr or log notifications cannot flood the host.
 func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMessage) {
 	key := sessionID + "\x00" + server
-	allowed, dropped := s.logLimiter.allow(key, time.Now())
+	allowed, dropped := s.logLimiter.allow(key, s.now())
 	if !allowed {
 		return
 	}

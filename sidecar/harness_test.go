@@ -73,6 +73,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHookedHarness(t, sidecar.Hooks{})
+}
+
+// newHookedHarness is newHarness with test hooks installed in the sidecar.
+func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
 	// The cache folder is made before the cleanup that stops the sidecar is
@@ -90,7 +96,7 @@ func newHarness(t *testing.T) *harness {
 		return os.LookupEnv(k)
 	}
 	go func() {
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)})
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)}, hooks))
 		sidecarW.Close()
 		sidecarR.Close()
 		h.exit <- code

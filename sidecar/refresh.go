@@ -82,7 +82,7 @@ func (sc *serverConn) backgroundRefresh() {
 		sc.waitQuiet(ctx)
 		sc.refreshIfStale(ctx)
 		sc.mu.Lock()
-		cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
+		cooling := sc.sess.srv.now().Sub(sc.list.failedAt) < sc.sess.env.cooldown
 		if ctx.Err() != nil || cooling || !sc.isStaleLocked() {
 			sc.list.bgPending = false
 			sc.mu.Unlock()
@@ -118,7 +118,7 @@ func (sc *serverConn) waitQuiet(ctx context.Context) {
 func (sc *serverConn) refreshIfStale(ctx context.Context) {
 	sc.mu.Lock()
 	stale := sc.isStaleLocked() && sc.sess.env.feature(FeatureToolListChanged)
-	cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
+	cooling := sc.sess.srv.now().Sub(sc.list.failedAt) < sc.sess.env.cooldown
 	conn := sc.conn
 	sc.mu.Unlock()
 	if !stale || cooling || conn == nil {
@@ -170,7 +170,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 				return cancelledError()
 			}
 			sc.mu.Lock()
-			sc.list.failedAt = time.Now()
+			sc.list.failedAt = sc.sess.srv.now()
 			sc.lastErr = fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
 			msg := sc.lastErr
 			sc.mu.Unlock()

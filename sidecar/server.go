@@ -38,6 +38,8 @@ type Options struct {
 	Prober *launcherprobe.Prober
 	// MaxFrameBytes bounds a host frame; zero means the default (64 MiB).
 	MaxFrameBytes int64
+
+	hooks *testHooks // tests only (export_test.go)
 }
 
 // Server is one host connection and everything it owns.
@@ -62,6 +64,13 @@ type Server struct {
 	nextSession  int
 	inflight     map[jsonrpc2.ID]*inflightRequest
 	logLimiter   *logLimiter
+
+	// opening holds the ids reserved by session/open calls in progress;
+	// sessionsEnded is set once every session was closed for good
+	// (shutdown, or the host went away): no session opens after it.
+	// Guarded by mu.
+	opening       map[string]bool
+	sessionsEnded bool
 
 	// work tracks request goroutines, so that Serve returns only after
 	// every reply was written or abandoned.
@@ -167,6 +176,7 @@ func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 func (s *Server) closeAllSessions() {
 	s.mu.Lock()
+	s.sessionsEnded = true
 	sessions := make([]*Session, 0, len(s.sessions))
 	for id, sess := range s.sessions {
 		sessions = append(sessions, sess)
