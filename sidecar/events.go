@@ -23,14 +23,19 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 	srv := sess.srv
 	env := sess.env
 	opts := mcpclient.Options{
-		Name:        sc.name,
-		Config:      sc.cfg,
-		FallbackCwd: sess.fallbackCwd(sc.cfg),
-		Env:         srv.opts.Env,
-		ClientInfo:  &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
-		Elicitation: env.hostCaps.Elicitation,
-		Roots:       env.hostCaps.Roots,
-		Logger:      srv.logger.With("server", sc.name, "session", sess.id),
+		Name:           sc.name,
+		Config:         sc.cfg,
+		FallbackCwd:    sess.fallbackCwd(sc.cfg),
+		Env:            srv.opts.Env,
+		ClientInfo:     &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
+		Elicitation:    env.hostCaps.Elicitation.Form,
+		ElicitationURL: env.hostCaps.Elicitation.URL,
+		Roots:          env.hostCaps.Roots,
+		Sampling:       env.hostCaps.Sampling.Enabled,
+		SamplingTools:  env.hostCaps.Sampling.Tools,
+		Logger:         srv.logger.With("server", sc.name, "session", sess.id),
+
+		MaxServerRequests: env.maxServerRequests,
 	}
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {
@@ -60,6 +65,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		SkippedLine: func(line string) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
 		},
+		ServerRequestRefused: func(method string, limit int) {
+			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%s from server %q refused: %d requests of it already wait for the host (limits.maxServerRequests)", method, sc.name, limit))
+		},
 		ToolListChanged: sc.onToolListChanged,
 		ResourceListChanged: func() {
 			sc.mu.Lock()
@@ -67,9 +75,14 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			sc.mu.Unlock()
 		},
 	}
-	if env.hostCaps.Elicitation {
+	if env.hostCaps.Elicitation.Any() {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			return srv.callHost(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params})
+		}
+	}
+	if env.hostCaps.Sampling.Enabled {
+		opts.Handlers.Sample = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params})
 		}
 	}
 	if env.hostCaps.Roots {

@@ -65,6 +65,10 @@ type harness struct {
 
 	// onRequest answers mcp/elicit and mcp/roots.
 	onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// onNotification, when set, also sees every notification, on the read
+	// loop (it must not block): for tests that count thousands, which
+	// waitFor would rescan each time.
+	onNotification func(hostclient.Notification)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -103,6 +107,9 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 			h.notes = append(h.notes, n)
 			h.cond.Broadcast()
 			h.mu.Unlock()
+			if h.onNotification != nil {
+				h.onNotification(n)
+			}
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
