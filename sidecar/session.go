@@ -77,6 +77,10 @@ type startAttempt struct {
 	// first tools/list: early resource discovery may use it from then on.
 	initialized chan struct{}
 	conn        *mcpclient.Conn
+	// earlyRejected records that an early discovery was rejected (-32017)
+	// while this attempt was the server's current one: a retry waits for
+	// normal readiness. Guarded by serverConn.mu.
+	earlyRejected bool
 }
 
 // serverConn is one server in one session.
@@ -763,6 +767,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, false)
+			}
 			select {
 			case <-a.done:
 				continue
@@ -808,28 +815,36 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 
 // initializedConn returns a connection that has completed initialize,
 // without waiting for its first tools/list (early resource discovery,
-// DESIGN.md 4.5). It reuses the startup's one connection and handshake; a
-// startup that fails or is cancelled passes its error on.
-func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
+// DESIGN.md 4.5), and the startup attempt whose connection it is. It
+// reuses the startup's one connection and handshake; a startup that fails
+// or is cancelled passes its error on. A startup whose early discovery was
+// rejected (-32017) is not used early again: the retry waits for normal
+// readiness, and then the attempt is nil (the caller asks sc for it).
+func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, *startAttempt, error) {
 	for {
 		sc.mu.Lock()
 		st, a := sc.state, sc.attempt
+		early := st == protocol.StateStarting && !a.earlyRejected
 		sc.mu.Unlock()
-		switch st {
-		case protocol.StateStarting:
+		switch {
+		case early:
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, true)
+			}
 			select {
 			case <-a.initialized:
-				return a.conn, nil
+				return a.conn, a, nil
 			case <-a.done:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
-		case protocol.StateDormant:
+		case st == protocol.StateDormant:
 			sc.sess.startLater(sc)
 			continue
 		default:
-			return sc.ready(ctx)
+			conn, err := sc.ready(ctx)
+			return conn, nil, err
 		}
 	}
 }
