@@ -534,10 +534,13 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 	}
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
-	// it; later ones leave the catalog stale.
+	// it; later ones leave the catalog stale, and then it is not cached.
 	sc.list.listed = gen
+	current := sc.list.changes == gen
 	sc.mu.Unlock()
-	sc.storeCache(conn, items)
+	if current {
+		sc.storeCache(conn, items)
+	}
 	return conn, tools, nil
 }
 
@@ -566,6 +569,26 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 		return
 	}
 	sc.sess.env.cacheRepaired(sc.scopeKey)
+}
+
+// invalidateDisk removes the scope's disk entry, which a list_changed
+// notification at notified outdated, unless a listing made after it was
+// written already; listings made before it are refused from now on. A
+// failure is reported, never fatal.
+func (sc *serverConn) invalidateDisk(notified time.Time) {
+	disk := sc.sess.env.disk
+	if disk == nil {
+		return
+	}
+	sc.cacheMu.Lock()
+	defer sc.cacheMu.Unlock()
+	if sc.cacheWritten.After(notified) {
+		return
+	}
+	sc.cacheWritten = notified
+	if err := disk.Remove(sc.scopeKey); err != nil {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("outdated catalog cache of server %q not removed: %v", sc.name, err))
+	}
 }
 
 // listTools fetches the whole catalog of conn; share lets overlapping
