@@ -383,8 +383,8 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 		sess.prepared = append(sess.prepared, r)
 	}
 	sess.mu.Unlock()
-	if h := sess.srv.opts.hooks; h != nil && h.roundPrepared != nil {
-		h.roundPrepared(sess.id, r.n)
+	if f := sess.srv.hook().roundPrepared; f != nil {
+		f(sess.id, r.n)
 	}
 	if closed {
 		// close has taken the prepared rounds already: this one ends here.
@@ -423,7 +423,7 @@ func (sess *Session) runRound(r *startRound, closed bool) {
 	var wg sync.WaitGroup
 	for i, sc := range r.scs {
 		if closed {
-			sc.finishStart(r.attempts[i], nil, nil, context.Canceled)
+			sc.finishStart(r.attempts[i], nil, nil, sc.sessionClosedError())
 			continue
 		}
 		wg.Go(func() { sc.start(r.attempts[i]) })
@@ -438,7 +438,7 @@ func (sess *Session) runRound(r *startRound, closed bool) {
 		switch {
 		case a.err == nil:
 			summary.Ready = append(summary.Ready, sc.name)
-		case isCancelled(a.err):
+		case endedNotFailed(a.err):
 			summary.Cancelled = append(summary.Cancelled, sc.name)
 		default:
 			summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error(), Required: sc.cfg.Required})
@@ -447,12 +447,29 @@ func (sess *Session) runRound(r *startRound, closed bool) {
 	sess.srv.notify(protocol.NotifyStartupComplete, summary)
 }
 
-func isCancelled(err error) bool {
+// endedNotFailed reports a startup that ended without failing: the session
+// closed, a newer startup superseded it, or (never in practice) a context
+// was cancelled. mcp/startupStatus reports these as "cancelled".
+func endedNotFailed(err error) bool {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return pe.Code == protocol.CodeRequestCancelled
+		return pe.Data.Kind == protocol.KindSessionClosed || pe.Data.Kind == protocol.KindStartupSuperseded
 	}
 	return errors.Is(err, context.Canceled)
+}
+
+// sessionClosedError ends a startup, or a request waiting for one, because
+// the session closed. The host cancelled nothing, so it is not -32800.
+func (sc *serverConn) sessionClosedError() *protocol.Error {
+	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindSessionClosed,
+		fmt.Sprintf("server %q of session %q ended: the session was closed", sc.name, sc.sess.id)).WithServer(sc.name, "")
+}
+
+// supersededError ends a startup that a newer one (servers/reconnect)
+// replaced; whoever waited for it may wait for the newer one.
+func (sc *serverConn) supersededError() *protocol.Error {
+	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindStartupSuperseded,
+		fmt.Sprintf("startup of server %q was superseded by a newer startup (servers/reconnect)", sc.name)).WithServer(sc.name, "").Retry()
 }
 
 // start runs one startup attempt: spawn or dial, initialize, first listing,
@@ -467,8 +484,7 @@ func (sc *serverConn) start(a *startAttempt) {
 	if err != nil {
 		switch {
 		case sess.ctx.Err() != nil:
-			err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
-				fmt.Sprintf("startup of server %q cancelled: session %q closed", sc.name, sess.id)).WithServer(sc.name, "")
+			err = sc.sessionClosedError()
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
 			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout,
 				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v", sc.name, formatSeconds(timeout), err)).WithServer(sc.name, "").Retry()
@@ -601,9 +617,11 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	// A connection that came up for a startup nobody wants any more is
 	// closed here, or its process would outlive the session.
 	drop := err == nil && (superseded || closed)
-	if drop {
-		err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
-			fmt.Sprintf("startup of server %q cancelled", sc.name)).WithServer(sc.name, "")
+	switch {
+	case drop && closed:
+		err = sc.sessionClosedError()
+	case drop:
+		err = sc.supersededError()
 	}
 	a.err = err
 	changed := false
@@ -619,7 +637,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.lastErr = ""
 			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
-		} else if isCancelled(err) {
+		} else if endedNotFailed(err) {
 			sc.state = protocol.StateCancelled
 		} else {
 			sc.state = protocol.StateFailed
@@ -651,7 +669,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		st.Status = protocol.StatusReady
 		n := len(tools)
 		st.Tools = &n
-	case isCancelled(err):
+	case endedNotFailed(err):
 		st.Status = protocol.StatusCancelled
 		st.Error = err.Error()
 	default:
@@ -771,6 +789,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			msg := sc.lastErr
 			a := sc.attempt
 			sc.mu.Unlock()
+			if sc.sess.ctx.Err() != nil {
+				return nil, sc.sessionClosedError()
+			}
 			if a != nil && a.err != nil {
 				var pe *protocol.Error
 				if errors.As(a.err, &pe) {
