@@ -19,7 +19,7 @@ func TestCompleteForm(t *testing.T) {
 	params := `{"message":"m","requestedSchema":` + schema + `}`
 	for _, c := range []struct {
 		name, answer, want string
-		wantErr          bool
+		wantErr            bool
 	}{
 		{name: "accepted empty: every default, the server's bytes",
 			answer: `{"action":"accept","content":{}}`,
