@@ -723,7 +723,7 @@ func TestDiskCacheTwoSidecarProcesses(t *testing.T) {
 	var cars []sidecar
 	for range 2 {
 		p := startSidecarProcess(t)
-		c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+		c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 		t.Cleanup(func() { c.Close() })
 		if err := c.Call(ctx, protocol.MethodInitialize, map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": cacheDir, "servers": servers}, nil); err != nil {
 			t.Fatal(err)
