@@ -115,16 +115,10 @@ func Compile(doc []byte) (*Model, error) {
 	if err := json.Unmarshal(doc, &m.Meta); err != nil {
 		return nil, fmt.Errorf("protocol schema: %w", err)
 	}
-	var root jsonschema.Schema
-	if err := json.Unmarshal(doc, &root); err != nil {
-		return nil, fmt.Errorf("protocol schema: %w", err)
+	c, err := newCompiler(doc)
+	if err != nil {
+		return nil, err
 	}
-	if root.ID != documentURI {
-		return nil, fmt.Errorf("protocol schema: $id is %q, want %q", root.ID, documentURI)
-	}
-	// The document is a schema whose $defs hold every type; each message
-	// schema is resolved on its own, referring into the document.
-	c := &compiler{root: &root}
 	for _, e := range m.Meta.Errors {
 		if m.kinds[e.Kind] {
 			return nil, fmt.Errorf("protocol schema: error kind %q listed twice", e.Kind)
@@ -136,7 +130,6 @@ func Compile(doc []byte) (*Model, error) {
 			return nil, fmt.Errorf("protocol schema: commonErrors: unknown kind %q", k)
 		}
 	}
-	var err error
 	if m.errorData, err = c.resolve([]byte(`{"$ref":"#/$defs/ErrorData"}`)); err != nil {
 		return nil, fmt.Errorf("protocol schema: ErrorData: %w", err)
 	}
@@ -193,6 +186,19 @@ func Compile(doc []byte) (*Model, error) {
 // compiler resolves message schemas against one document.
 type compiler struct {
 	root *jsonschema.Schema
+}
+
+// newCompiler parses doc, a schema whose $defs hold every type; each
+// message schema is resolved on its own, referring into it.
+func newCompiler(doc []byte) (*compiler, error) {
+	var root jsonschema.Schema
+	if err := json.Unmarshal(doc, &root); err != nil {
+		return nil, fmt.Errorf("protocol schema: %w", err)
+	}
+	if root.ID != documentURI {
+		return nil, fmt.Errorf("protocol schema: $id is %q, want %q", root.ID, documentURI)
+	}
+	return &compiler{root: &root}, nil
 }
 
 func (c *compiler) resolve(raw json.RawMessage) (*jsonschema.Resolved, error) {
@@ -259,5 +265,5 @@ func (m *Model) lookup(dir Direction, name string, orNotification bool) (*method
 			return mt, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: method %q is not in the protocol schema", dir, name)
+	return nil, fmt.Errorf("method %q is not in the protocol schema as sent %s", name, dir)
 }

@@ -26,8 +26,9 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// Tests of DESIGN.md 4.2 (one tools/list per discovery scope) and of the
-// on-disk catalog of 4.3.
+// Tests of one tools/list per discovery scope and of the on-disk catalog
+// (docs/protocol.md, "Sessions, startup and the discovery scope" and "Disk
+// cache and lazy startup").
 //
 // Overlap is made real, not hoped for: every fixture listing blocks until
 // the test creates a gate file, and the test opens the gate only when all
