@@ -66,9 +66,19 @@ type harness struct {
 
 	// onRequest answers mcp/elicit and mcp/roots.
 	onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// onNotification, when set, also sees every notification, on the read
+	// loop (it must not block): for tests that count thousands, which
+	// waitFor would rescan each time.
+	onNotification func(hostclient.Notification)
 }
 
 func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHookedHarness(t, sidecar.Hooks{})
+}
+
+// newHookedHarness is newHarness with test hooks installed in the sidecar.
+func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
@@ -87,7 +97,7 @@ func newHarness(t *testing.T) *harness {
 		return os.LookupEnv(k)
 	}
 	go func() {
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)})
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)}, hooks))
 		sidecarW.Close()
 		sidecarR.Close()
 		h.exit <- code
@@ -99,6 +109,9 @@ func newHarness(t *testing.T) *harness {
 			h.notes = append(h.notes, n)
 			h.cond.Broadcast()
 			h.mu.Unlock()
+			if h.onNotification != nil {
+				h.onNotification(n)
+			}
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
@@ -129,7 +142,7 @@ func schemaChecker(t *testing.T) *schema.Checker {
 	}
 	t.Cleanup(func() {
 		if err := c.Err(); err != nil {
-			t.Errorf("messages that do not match schema/protocol.schema.json (docs/protocol.md says how to add an entry):\n%v", err)
+			t.Errorf("messages that do not match schema/protocol.schema.json (schema/README.md says how to add an entry):\n%v", err)
 		}
 	})
 	return c

@@ -42,10 +42,12 @@ type environment struct {
 	launcher     launcherprobe.Result
 	maxNameBytes int
 	maxPending   int
-	cooldown     time.Duration
-	startSem     *semaphore.Weighted
-	shared       *catalog.SharedListings
-	disk         *catalog.DiskCache
+	// maxServerRequests bounds each server's requests waiting on the host.
+	maxServerRequests int
+	cooldown          time.Duration
+	startSem          *semaphore.Weighted
+	shared            *catalog.SharedListings
+	disk              *catalog.DiskCache
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -124,6 +126,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 		if l.MaxPendingPerSession > 0 {
 			env.maxPending = l.MaxPendingPerSession
+		}
+		if l.MaxServerRequests > 0 {
+			env.maxServerRequests = l.MaxServerRequests
 		}
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
