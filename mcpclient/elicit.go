@@ -22,6 +22,7 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation params: " + err.Error()}
 	}
+	form := head.Mode == "" || head.Mode == "form"
 	switch head.Mode {
 	case "", "form":
 		if !c.opts.Elicitation {
@@ -41,6 +42,12 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	var typed mcp.ElicitResult
 	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's elicitation answer is not an ElicitResult"}
+	}
+	if form {
+		if raw, err = completeForm(params, raw); err != nil {
+			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, "err", err)
+			return nil, err
+		}
 	}
 	return rawElicitResult{&typed, raw}, nil
 }
