@@ -121,11 +121,18 @@ type SidecarCapabilities struct {
 	Features []string `json:"features"`
 }
 
+// Version is the host protocol's version, sent as
+// initialize.protocolVersion. It changes only with a change that could
+// break a host (docs/protocol.md, "Versioning"); additions keep it.
+const Version = 1
+
 type InitializeResult struct {
-	ServerInfo   Implementation      `json:"serverInfo"`
-	Capabilities SidecarCapabilities `json:"capabilities"`
-	Launcher     LauncherStatus      `json:"launcher"`
-	Servers      []string            `json:"servers"`
+	ServerInfo Implementation `json:"serverInfo"`
+	// ProtocolVersion is Version.
+	ProtocolVersion int                 `json:"protocolVersion"`
+	Capabilities    SidecarCapabilities `json:"capabilities"`
+	Launcher        LauncherStatus      `json:"launcher"`
+	Servers         []string            `json:"servers"`
 }
 
 type SessionOpenParams struct {

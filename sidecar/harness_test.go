@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -102,6 +103,7 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
+		Checker: schemaChecker(t),
 		OnNotification: func(n hostclient.Notification) {
 			h.mu.Lock()
 			h.notes = append(h.notes, n)
@@ -129,10 +131,30 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 	return h
 }
 
+// schemaChecker returns a checker of the protocol schema for a test host:
+// when the test ends (after the host's own cleanups and deferred closes,
+// which were registered later), every message it saw must have matched.
+func schemaChecker(t *testing.T) *schema.Checker {
+	t.Helper()
+	c, err := schema.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Err(); err != nil {
+			t.Errorf("messages that do not match schema/protocol.schema.json (schema/README.md says how to add an entry):\n%v", err)
+		}
+	})
+	return c
+}
+
 // initialize sends initialize with the given servers (and extra params).
 func (h *harness) initialize(servers map[string]*config.ServerConfig, extra map[string]any) protocol.InitializeResult {
 	h.t.Helper()
-	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.cacheDir}
+	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": h.cacheDir}
+	if servers != nil {
+		params["servers"] = servers
+	}
 	for k, v := range extra {
 		params[k] = v
 	}

@@ -177,10 +177,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 	}
 	return result{value: protocol.InitializeResult{
-		ServerInfo:   protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
-		Capabilities: protocol.SidecarCapabilities{Features: features},
-		Launcher:     env.launcher.Report(),
-		Servers:      append([]string{}, env.order...), // [] when none, never null
+		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
+		ProtocolVersion: protocol.Version,
+		Capabilities:    protocol.SidecarCapabilities{Features: features},
+		Launcher:        env.launcher.Report(),
+		Servers:         append([]string{}, env.order...), // [] when none, never null
 	}}, nil
 }
 

@@ -84,7 +84,8 @@ type serverConn struct {
 	sess *Session
 	name string
 	cfg  *config.ServerConfig
-	// scopeKey is the discovery scope (DESIGN.md 4.2).
+	// scopeKey is the discovery scope (docs/protocol.md, "Sessions, startup and
+	// the discovery scope").
 	scopeKey string
 
 	mu         sync.Mutex
@@ -812,9 +813,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 }
 
 // initializedConn returns a connection that has completed initialize,
-// without waiting for its first tools/list (early resource discovery,
-// DESIGN.md 4.5). It reuses the startup's one connection and handshake; a
-// startup that fails or is cancelled passes its error on.
+// without waiting for its first tools/list (docs/protocol.md, "Early
+// resource discovery"). It reuses the startup's one connection and
+// handshake; a startup that fails or is cancelled passes its error on.
 func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
 	for {
 		sc.mu.Lock()
@@ -934,7 +935,8 @@ func (sess *Session) server(name string) (*serverConn, error) {
 }
 
 // loadDormant fills sc from the disk cache when the server may stay dormant
-// in a lazy session (DESIGN.md 4.3) and reports whether it may.
+// in a lazy session (docs/protocol.md, "Disk cache and lazy
+// startup") and reports whether it may.
 func (sess *Session) loadDormant(sc *serverConn) bool {
 	cfg := sc.cfg
 	if cfg.Transport() != config.TransportStdio {
