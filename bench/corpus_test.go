@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+)
+
+// The search corpus (issue 18): the real tools/list of published MCP
+// servers, captured by corpus/capture.sh and committed as data.
+const (
+	corpusServersFile = "corpus/servers.json"
+	corpusToolsFile   = "corpus/tools.json"
+	// captureEnv names the folder where capture.sh installed the servers;
+	// its presence turns TestCaptureCorpus on.
+	captureEnv = "MCP_SIDECAR_CORPUS_CAPTURE"
+)
+
+// corpusSpec is corpus/servers.json: which packages to capture and how to
+// start them.
+type corpusSpec struct {
+	Comment string             `json:"comment"`
+	Servers []corpusServerSpec `json:"servers"`
+}
+
+type corpusServerSpec struct {
+	Name    string            `json:"name"`
+	Package string            `json:"package"`
+	Version string            `json:"version"`
+	Bin     string            `json:"bin"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// corpusFile is corpus/tools.json: each server's tools as its tools/list
+// sent them.
+type corpusFile struct {
+	Comment string         `json:"comment"`
+	Node    string         `json:"node"`
+	Servers []corpusServer `json:"servers"`
+}
+
+type corpusServer struct {
+	Name    string            `json:"name"`
+	Package string            `json:"package"`
+	Version string            `json:"version"`
+	Tools   []json.RawMessage `json:"tools"`
+}
+
+// loadCorpus reads corpus/tools.json and parses every server's tools.
+func loadCorpus(tb testing.TB) (*corpusFile, []catalog.Tool) {
+	tb.Helper()
+	raw, err := os.ReadFile(corpusToolsFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var f corpusFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		tb.Fatalf("%s: %v", corpusToolsFile, err)
+	}
+	var all []catalog.Tool
+	for _, s := range f.Servers {
+		tools, err := catalog.ParseTools(s.Name, s.Tools)
+		if err != nil {
+			tb.Fatalf("%s: %v", corpusToolsFile, err)
+		}
+		all = append(all, tools...)
+	}
+	catalog.Qualify(all, 0)
+	return &f, all
+}
+
+// TestCaptureCorpus lists the tools of every server in corpus/servers.json,
+// installed by corpus/capture.sh, through the sidecar's own MCP client, and
+// rewrites corpus/tools.json. It runs only from capture.sh.
+func TestCaptureCorpus(t *testing.T) {
+	work := os.Getenv(captureEnv)
+	if work == "" {
+		t.Skipf("run bench/corpus/capture.sh (it sets %s)", captureEnv)
+	}
+	raw, err := os.ReadFile(corpusServersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec corpusSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		t.Fatalf("%s: %v", corpusServersFile, err)
+	}
+	out := corpusFile{
+		Comment: "Captured by bench/corpus/capture.sh from the packages of servers.json: each server's tools/list result, tools as sent (whitespace aside).",
+		Node:    os.Getenv("MCP_SIDECAR_CORPUS_NODE"),
+		Servers: []corpusServer{},
+	}
+	total := 0
+	for _, s := range spec.Servers {
+		items, err := captureServer(work, s)
+		if err != nil {
+			t.Errorf("%s (%s@%s): %v", s.Name, s.Package, s.Version, err)
+			continue
+		}
+		if _, err := catalog.ParseTools(s.Name, items); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+			continue
+		}
+		t.Logf("%-20s %s@%s: %d tools", s.Name, s.Package, s.Version, len(items))
+		total += len(items)
+		out.Servers = append(out.Servers, corpusServer{Name: s.Name, Package: s.Package, Version: s.Version, Tools: items})
+	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("%d servers, %d tools", len(out.Servers), total)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(corpusToolsFile, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func captureServer(work string, s corpusServerSpec) ([]json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := filepath.Join(work, "run", s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := &config.ServerConfig{
+		Name:    s.Name,
+		Command: filepath.Join(work, "node_modules", ".bin", s.Bin),
+		Args:    s.Args,
+		Env:     s.Env,
+		Cwd:     dir,
+	}
+	conn, err := mcpclient.Connect(ctx, mcpclient.Options{Name: s.Name, Config: cfg, Env: os.LookupEnv})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	items, err := catalog.Paginate(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	return items, nil
+}
