@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -155,4 +156,115 @@ func captureServer(work string, s corpusServerSpec) ([]json.RawMessage, error) {
 		return nil, fmt.Errorf("tools/list: %w", err)
 	}
 	return items, nil
+}
+
+const corpusTokensFile = "corpus/tokens.json"
+
+// corpusTokens is corpus/tokens.json: the real BPE token counts of every
+// corpus tool as tools/list shows it (full) and as tools/list with
+// schemas: false shows it (summary, its "tokens" member written as 0).
+type corpusTokens struct {
+	Comment string            `json:"comment"`
+	Tools   []corpusToolCount `json:"tools"`
+}
+
+type corpusToolCount struct {
+	Server        string `json:"server"`
+	Tool          string `json:"tool"`
+	FullBytes     int    `json:"fullBytes"`
+	FullO200k     int    `json:"fullO200k"`
+	FullCl100k    int    `json:"fullCl100k"`
+	SummaryBytes  int    `json:"summaryBytes"`
+	SummaryO200k  int    `json:"summaryO200k"`
+	SummaryCl100k int    `json:"summaryCl100k"`
+}
+
+// toolForms returns the full and summary forms of a corpus tool, as the
+// token counts were made of them.
+func toolForms(tb testing.TB, t *catalog.Tool) (full, summary []byte) {
+	full, err := t.WireJSON()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	summary, err = t.SummaryJSON(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return full, summary
+}
+
+func loadCorpusTokens(tb testing.TB) []corpusToolCount {
+	tb.Helper()
+	raw, err := os.ReadFile(corpusTokensFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var f corpusTokens
+	if err := json.Unmarshal(raw, &f); err != nil {
+		tb.Fatalf("%s: %v", corpusTokensFile, err)
+	}
+	return f.Tools
+}
+
+// TestCountCorpusTokens counts the real tokens of the corpus with
+// js-tiktoken (corpus/tokens.mjs) and rewrites corpus/tokens.json. It runs
+// only from capture.sh.
+func TestCountCorpusTokens(t *testing.T) {
+	work := os.Getenv(captureEnv)
+	if work == "" {
+		t.Skipf("run bench/corpus/capture.sh (it sets %s)", captureEnv)
+	}
+	_, tools := loadCorpus(t)
+	var strs []string
+	for i := range tools {
+		full, summary := toolForms(t, &tools[i])
+		strs = append(strs, string(full), string(summary))
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	raw, _ := json.Marshal(strs)
+	if err := os.WriteFile(in, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "corpus/tokens.mjs", in, out)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(work, "node_modules"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tokens.mjs: %v\n%s", err, b)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []struct{ O200k, Cl100k int }
+	if err := json.Unmarshal(raw, &counts); err != nil || len(counts) != len(strs) {
+		t.Fatalf("tokens.mjs output: %v (%d counts for %d strings)", err, len(counts), len(strs))
+	}
+	f := corpusTokens{Comment: "Real BPE token counts (js-tiktoken 1.0.21: o200k_base, cl100k_base) of each corpus tool as tools/list shows it (full) and with schemas: false (summary, tokens member written as 0). Made by capture.sh (TestCountCorpusTokens)."}
+	for i := range tools {
+		full, summary := strs[2*i], strs[2*i+1]
+		f.Tools = append(f.Tools, corpusToolCount{
+			Server: tools[i].Server, Tool: tools[i].Name,
+			FullBytes: len(full), FullO200k: counts[2*i].O200k, FullCl100k: counts[2*i].Cl100k,
+			SummaryBytes: len(summary), SummaryO200k: counts[2*i+1].O200k, SummaryCl100k: counts[2*i+1].Cl100k,
+		})
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n \"comment\": ")
+	c, _ := json.Marshal(f.Comment)
+	b.Write(c)
+	b.WriteString(",\n \"tools\": [\n")
+	for i, tc := range f.Tools {
+		line, _ := json.Marshal(tc)
+		b.WriteString("  ")
+		b.Write(line)
+		if i < len(f.Tools)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(" ]\n}\n")
+	if err := os.WriteFile(corpusTokensFile, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tools counted", len(f.Tools))
 }

@@ -20,4 +20,4 @@ npm install --prefix "$work" --ignore-scripts --no-audit --no-fund --save-exact 
 cd ..
 MCP_SIDECAR_CORPUS_CAPTURE="$work" MCP_SIDECAR_CORPUS_NODE="$(node --version)" \
   go test -count=1 -run '^TestCaptureCorpus$' -v .
-NODE_PATH="$work/node_modules" node corpus/tokens.mjs
+MCP_SIDECAR_CORPUS_CAPTURE="$work" go test -count=1 -run '^TestCountCorpusTokens$' -v .
