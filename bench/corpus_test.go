@@ -57,17 +57,23 @@ type corpusServer struct {
 	Tools   []json.RawMessage `json:"tools"`
 }
 
-// loadCorpus reads corpus/tools.json and parses every server's tools.
-func loadCorpus(tb testing.TB) (*corpusFile, []catalog.Tool) {
+// readJSONFile decodes one of the corpus files into v.
+func readJSONFile(tb testing.TB, path string, v any) {
 	tb.Helper()
-	raw, err := os.ReadFile(corpusToolsFile)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var f corpusFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		tb.Fatalf("%s: %v", corpusToolsFile, err)
+	if err := json.Unmarshal(raw, v); err != nil {
+		tb.Fatalf("%s: %v", path, err)
 	}
+}
+
+// loadCorpus reads corpus/tools.json and parses every server's tools.
+func loadCorpus(tb testing.TB) (*corpusFile, []catalog.Tool) {
+	tb.Helper()
+	var f corpusFile
+	readJSONFile(tb, corpusToolsFile, &f)
 	var all []catalog.Tool
 	for _, s := range f.Servers {
 		tools, err := catalog.ParseTools(s.Name, s.Tools)
@@ -88,14 +94,8 @@ func TestCaptureCorpus(t *testing.T) {
 	if work == "" {
 		t.Skipf("run bench/corpus/capture.sh (it sets %s)", captureEnv)
 	}
-	raw, err := os.ReadFile(corpusServersFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spec corpusSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		t.Fatalf("%s: %v", corpusServersFile, err)
-	}
+	readJSONFile(t, corpusServersFile, &spec)
 	out := corpusFile{
 		Comment: "Captured by bench/corpus/capture.sh from the packages of servers.json: each server's tools/list result, tools as sent (whitespace aside).",
 		Node:    os.Getenv("MCP_SIDECAR_CORPUS_NODE"),
@@ -195,14 +195,8 @@ func toolForms(tb testing.TB, t *catalog.Tool) (full, summary []byte) {
 
 func loadCorpusTokens(tb testing.TB) []corpusToolCount {
 	tb.Helper()
-	raw, err := os.ReadFile(corpusTokensFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var f corpusTokens
-	if err := json.Unmarshal(raw, &f); err != nil {
-		tb.Fatalf("%s: %v", corpusTokensFile, err)
-	}
+	readJSONFile(tb, corpusTokensFile, &f)
 	return f.Tools
 }
 

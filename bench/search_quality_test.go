@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -27,16 +26,10 @@ type corpusQuery struct {
 
 func loadQueries(tb testing.TB) []corpusQuery {
 	tb.Helper()
-	raw, err := os.ReadFile(corpusQueriesFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var f struct {
 		Queries []corpusQuery `json:"queries"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		tb.Fatalf("%s: %v", corpusQueriesFile, err)
-	}
+	readJSONFile(tb, corpusQueriesFile, &f)
 	return f.Queries
 }
 
