@@ -1,6 +1,7 @@
 // Package launcherprobe verifies that a candidate Codex executable can act
 // as the sandbox launcher before anyone advertises it to an MCP server
-// (DESIGN.md 4.7), and caches the verdict per file identity.
+// (docs/protocol.md, "Launcher probe"), and caches the verdict per file
+// identity.
 //
 // A candidate is verified when its path is absolute and valid UTF-8, it is
 // a regular executable file not writable by group or others, and

@@ -141,12 +141,16 @@ type rawConn struct {
 	methods map[jsonrpc.ID]string // methods of pending calls with a placeholder
 
 	// incoming keeps the verbatim params of server requests that are
-	// relayed to the host (elicitation/create), keyed by a reference the
+	// relayed to the host (relayedVerbatim), keyed by a reference the
 	// read path adds to the request's _meta; go-sdk's decoding would sort
 	// the keys of requestedSchema (the order of the form's fields) and add
 	// empty members.
 	incoming incomingParams
 }
+
+// relayedVerbatim are the server requests whose params reach the host as
+// the server sent them.
+var relayedVerbatim = map[string]bool{"elicitation/create": true, "sampling/createMessage": true}
 
 // rawParamsRefKey is the private _meta key that carries the reference from
 // the read path to the receiving middleware.
@@ -233,7 +237,7 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && req.Method == "elicitation/create" {
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && relayedVerbatim[req.Method] {
 		req.Params = c.incoming.stash(req.Params)
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {

@@ -329,7 +329,7 @@ func (sc *serverConn) tool(name string) (catalog.Tool, bool) {
 }
 
 // checkBinding refuses a call whose tool changed or disappeared since it
-// was bound (DESIGN.md 4.8).
+// was bound (docs/protocol.md, "Authority and binding").
 func (sc *serverConn) checkBinding(bound catalog.Tool) error {
 	cur, ok := sc.tool(bound.Name)
 	if ok && string(cur.Raw) == string(bound.Raw) {
