@@ -92,12 +92,7 @@ func newHarness(t *testing.T) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		OnNotification: func(n hostclient.Notification) {
-			h.mu.Lock()
-			h.notes = append(h.notes, n)
-			h.cond.Broadcast()
-			h.mu.Unlock()
-		},
+		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
 				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
@@ -114,6 +109,14 @@ func newHarness(t *testing.T) *harness {
 		}
 	})
 	return h
+}
+
+// record keeps a notification for waitFor.
+func (h *harness) record(n hostclient.Notification) {
+	h.mu.Lock()
+	h.notes = append(h.notes, n)
+	h.cond.Broadcast()
+	h.mu.Unlock()
 }
 
 // initialize sends initialize with the given servers (and extra params).
