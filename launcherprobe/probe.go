@@ -1,6 +1,7 @@
 // Package launcherprobe verifies that a candidate Codex executable can act
-// as the sandbox launcher before anyone advertises it to an MCP server, and
-// keeps that verdict current while it is advertised.
+// as the sandbox launcher before anyone advertises it to an MCP server
+// (docs/protocol.md, "Launcher probe"), and keeps that verdict current
+// while it is advertised.
 //
 // A candidate is verified when its path is absolute and valid UTF-8, the
 // file it resolves to (symlinks are followed to their final target, and the

@@ -65,12 +65,20 @@ type Options struct {
 	// Env is the sidecar's environment: the source of the allowlist,
 	// env_vars, the bearer token and env_http_headers. Nil means the
 	// process environment.
-	Env         config.Lookup
-	ClientInfo  *mcp.Implementation // the sidecar's name/version
-	Elicitation bool                // advertise elicitation (only when the host handles it)
-	Roots       bool                // advertise roots (only when the host handles it)
-	Handlers    Handlers
-	Logger      *slog.Logger // nil: discard
+	Env        config.Lookup
+	ClientInfo *mcp.Implementation // the sidecar's name/version
+	// The client capabilities to advertise: each only when the host
+	// handles it.
+	Elicitation    bool // form elicitation
+	ElicitationURL bool // URL elicitation (protocol 2025-11-25 and later)
+	Roots          bool
+	Sampling       bool
+	SamplingTools  bool // sampling with tools (sampling.tools)
+	// MaxServerRequests bounds the server's requests waiting on the host
+	// at once (default DefaultMaxServerRequests).
+	MaxServerRequests int
+	Handlers          Handlers
+	Logger            *slog.Logger // nil: discard
 	// StderrBytes is the size of the stderr tail kept (default 64 KiB).
 	StderrBytes int
 	// MaxLineBytes bounds one message from the server: a stdout line, an
@@ -99,6 +107,18 @@ type Handlers struct {
 	// the result goes back to the server as returned. A returned
 	// *ServerError is answered as that JSON-RPC error.
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Sample answers sampling/createMessage as Elicit does elicitation.
+	Sample func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// ServerRequestRefused is told that a server request was refused
+	// because MaxServerRequests were waiting already.
+	ServerRequestRefused func(method string, limit int)
+	// ElicitationComplete sees notifications/elicitation/complete.
+	ElicitationComplete func(elicitationID string)
+	// ResourceUpdated sees notifications/resources/updated.
+	ResourceUpdated func(uri string)
+	// TaskStatus sees notifications/tasks/status, params as received, in
+	// wire order.
+	TaskStatus func(params json.RawMessage)
 	// ListRoots answers roots/list with a ListRootsResult ({"roots":[...]}).
 	ListRoots           func(ctx context.Context) (json.RawMessage, error)
 	Progress            func(p *mcp.ProgressNotificationParams)
@@ -118,6 +138,9 @@ type Conn struct {
 	session   *mcp.ClientSession
 	proc      *process // nil for http
 	raw       *rawConn // nil for http
+
+	// serverReqs holds a token per server request waiting on the host.
+	serverReqs chan struct{}
 
 	initRaw      json.RawMessage
 	caps         json.RawMessage
@@ -165,6 +188,9 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 	if opts.TermGrace <= 0 {
 		opts.TermGrace = DefaultTermGrace
 	}
+	if opts.MaxServerRequests <= 0 {
+		opts.MaxServerRequests = DefaultMaxServerRequests
+	}
 	if opts.ClientInfo == nil {
 		opts.ClientInfo = &mcp.Implementation{Name: "mcp-sidecar", Version: "dev"}
 	}
@@ -179,6 +205,7 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 		sessionEnded: make(chan struct{}),
 		closeReq:     make(chan struct{}),
 		cleaned:      make(chan struct{}),
+		serverReqs:   make(chan struct{}, opts.MaxServerRequests),
 	}
 	c.life, c.cancelLife = context.WithCancel(context.Background())
 
@@ -203,6 +230,11 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			onNotify: map[string]func(){
 				"notifications/tools/list_changed":     opts.Handlers.ToolListChanged,
 				"notifications/resources/list_changed": opts.Handlers.ResourceListChanged,
+			},
+			onNotifyParams: map[string]func(json.RawMessage){
+				// go-sdk does not know this notification: the read path
+				// is the only place that sees it.
+				"notifications/tasks/status": opts.Handlers.TaskStatus,
 			},
 		}
 	}
@@ -246,10 +278,21 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 	if c.opts.Roots {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
-	if c.opts.Elicitation {
+	// Before 2025-11-25 there is only form elicitation, advertised as {}.
+	modes := version >= "2025-11-25"
+	if c.opts.Elicitation || (c.opts.ElicitationURL && modes) {
 		caps.Elicitation = &mcp.ElicitationCapabilities{}
-		if version >= "2025-11-25" {
+		if modes && c.opts.Elicitation {
 			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+		if modes && c.opts.ElicitationURL {
+			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
+	}
+	if c.opts.Sampling {
+		caps.Sampling = &mcp.SamplingCapabilities{}
+		if c.opts.SamplingTools {
+			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
 		}
 	}
 	o := &mcp.ClientOptions{
@@ -278,100 +321,20 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 	if h.ResourceListChanged != nil && !stdio {
 		o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { h.ResourceListChanged() }
 	}
+	if h.ElicitationComplete != nil {
+		o.ElicitationCompleteHandler = func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			h.ElicitationComplete(r.Params.ElicitationID)
+		}
+	}
+	if h.ResourceUpdated != nil {
+		o.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			h.ResourceUpdated(r.Params.URI)
+		}
+	}
 	if h.PromptListChanged != nil {
 		o.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { h.PromptListChanged() }
 	}
 	return o
-}
-
-// relayRequests answers roots/list and elicitation/create from the
-// server with the host's raw answers. go-sdk would answer roots/list from
-// Client.AddRoots and validate elicitation through its own types; a
-// receiving middleware sees the request first and keeps both verbatim on
-// the way back. Over stdio the params reaching the host are the server's
-// bytes; over HTTP they are go-sdk's decoding (key order not preserved).
-func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "roots/list":
-			if !c.opts.Roots || c.opts.Handlers.ListRoots == nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "roots are not supported by this client"}
-			}
-			ctx, stop := c.bindLife(ctx)
-			defer stop()
-			raw, err := c.opts.Handlers.ListRoots(ctx)
-			if err != nil {
-				return nil, wireError(err)
-			}
-			var typed mcp.ListRootsResult
-			if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's roots answer is not a ListRootsResult"}
-			}
-			return rawRootsResult{&typed, raw}, nil
-		case "elicitation/create":
-			if !c.opts.Elicitation || c.opts.Handlers.Elicit == nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
-			}
-			params, ok := c.verbatimParams(req)
-			if !ok {
-				var err error
-				if params, err = decodedElicitParams(req); err != nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-				}
-			}
-			ctx, stop := c.bindLife(ctx)
-			defer stop()
-			raw, err := c.opts.Handlers.Elicit(ctx, params)
-			if err != nil {
-				return nil, wireError(err)
-			}
-			var typed mcp.ElicitResult
-			if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's elicitation answer is not an ElicitResult"}
-			}
-			return rawElicitResult{&typed, raw}, nil
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// decodedElicitParams re-encodes go-sdk's decoding of elicitation params
-// (HTTP, where the raw bytes are not kept), without the empty "mode" the
-// decoding adds: "" is not a valid mode, and the server did not send one.
-func decodedElicitParams(req mcp.Request) (json.RawMessage, error) {
-	params, err := json.Marshal(req.GetParams())
-	if err != nil {
-		return nil, err
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(params, &members) == nil && string(members["mode"]) == `""` {
-		delete(members, "mode")
-		return json.Marshal(members)
-	}
-	return params, nil
-}
-
-// verbatimParams returns the params of a relayed server request as the
-// server sent them, when the read path kept them (stdio).
-func (c *Conn) verbatimParams(req mcp.Request) (json.RawMessage, bool) {
-	if c.raw == nil {
-		return nil, false
-	}
-	return c.raw.incoming.take(req.GetParams().GetMeta())
-}
-
-// wireError turns a handler's error into the JSON-RPC error the server
-// receives.
-func wireError(err error) error {
-	var se *ServerError
-	if errors.As(err, &se) {
-		return &jsonrpc.Error{Code: se.Code, Message: se.Message, Data: se.Data}
-	}
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return we
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // bindLife derives a context that also ends when the connection does.

@@ -111,8 +111,10 @@ type rawTransport struct {
 	onConn     func(*rawConn) // tells the owner the connection it got
 	onProgress func(*mcp.ProgressNotificationParams)
 	// onNotify sees the named notifications on the read path, in wire
-	// order (nil entries are skipped).
-	onNotify map[string]func()
+	// order (nil entries are skipped); onNotifyParams likewise, with their
+	// params as received.
+	onNotify       map[string]func()
+	onNotifyParams map[string]func(json.RawMessage)
 }
 
 func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -120,7 +122,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress, onNotify: t.onNotify}
+	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress, onNotify: t.onNotify, onNotifyParams: t.onNotifyParams}
 	if t.onConn != nil {
 		t.onConn(rc)
 	}
@@ -133,20 +135,25 @@ type rawConn struct {
 	// onProgress sees notifications/progress on the read path, in wire
 	// order: a progress notification the server sent before its response
 	// is delivered before the caller sees the response.
-	onProgress func(*mcp.ProgressNotificationParams)
-	onNotify   map[string]func()
+	onProgress     func(*mcp.ProgressNotificationParams)
+	onNotify       map[string]func()
+	onNotifyParams map[string]func(json.RawMessage)
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*rawSink
 	methods map[jsonrpc.ID]string // methods of pending calls with a placeholder
 
 	// incoming keeps the verbatim params of server requests that are
-	// relayed to the host (elicitation/create), keyed by a reference the
+	// relayed to the host (relayedVerbatim), keyed by a reference the
 	// read path adds to the request's _meta; go-sdk's decoding would sort
 	// the keys of requestedSchema (the order of the form's fields) and add
 	// empty members.
 	incoming incomingParams
 }
+
+// relayedVerbatim are the server requests whose params reach the host as
+// the server sent them.
+var relayedVerbatim = map[string]bool{"elicitation/create": true, "sampling/createMessage": true}
 
 // rawParamsRefKey is the private _meta key that carries the reference from
 // the read path to the receiving middleware.
@@ -216,6 +223,11 @@ func (p *incomingParams) take(meta map[string]any) (json.RawMessage, bool) {
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		out, err := rewritten(ctx, req)
+		if err != nil {
+			return err
+		}
+		msg = out
 		if s := sinkFrom(ctx); s != nil && s.expect(req.ID) {
 			c.mu.Lock()
 			c.pending[req.ID] = s
@@ -233,12 +245,15 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && req.Method == "elicitation/create" {
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && relayedVerbatim[req.Method] {
 		req.Params = c.incoming.stash(req.Params)
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
 		if f := c.onNotify[req.Method]; f != nil {
 			f()
+		}
+		if f := c.onNotifyParams[req.Method]; f != nil {
+			f(req.Params)
 		}
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
@@ -277,6 +292,7 @@ var placeholders = map[string]json.RawMessage{
 	"resources/read":           json.RawMessage(`{"contents":[]}`),
 	"prompts/list":             json.RawMessage(`{"prompts":[]}`),
 	"prompts/get":              json.RawMessage(`{"messages":[]}`),
+	"ping":                     json.RawMessage(`{}`), // the carrier of Request
 }
 
 // forget drops the pending entry of calls whose caller gave up (the

@@ -6,7 +6,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 )
 
-// Error codes of the host protocol (DESIGN.md section 2, "Errors").
+// Error codes of the host protocol (docs/protocol.md, "Errors").
 const (
 	CodeParseError           int64 = -32700
 	CodeInvalidRequest       int64 = -32600

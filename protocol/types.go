@@ -76,8 +76,9 @@ type Implementation struct {
 
 // HostCapabilities says what the host handles when a server asks.
 type HostCapabilities struct {
-	Elicitation bool `json:"elicitation,omitempty"`
-	Roots       bool `json:"roots,omitempty"`
+	Elicitation ElicitationCapability `json:"elicitation"`
+	Roots       bool                  `json:"roots,omitempty"`
+	Sampling    SamplingCapability    `json:"sampling"`
 }
 
 type LauncherParams struct {
@@ -93,6 +94,10 @@ type Limits struct {
 	// flight (tool calls and per-server requests); default 256.
 	MaxPendingPerSession int   `json:"maxPendingPerSession,omitempty"`
 	RefreshCooldownMs    int64 `json:"refreshCooldownMs,omitempty"`
+	// MaxServerRequests bounds the requests one server (in one session)
+	// may have waiting on the host (mcp/elicit, mcp/roots, mcp/sample);
+	// the excess is answered -32018 to the server. Default 16.
+	MaxServerRequests int `json:"maxServerRequests,omitempty"`
 }
 
 type InitializeParams struct {
@@ -119,11 +124,18 @@ type SidecarCapabilities struct {
 	Features []string `json:"features"`
 }
 
+// Version is the host protocol's version, sent as
+// initialize.protocolVersion. It changes only with a change that could
+// break a host (docs/protocol.md, "Versioning"); additions keep it.
+const Version = 1
+
 type InitializeResult struct {
-	ServerInfo   Implementation      `json:"serverInfo"`
-	Capabilities SidecarCapabilities `json:"capabilities"`
-	Launcher     LauncherStatus      `json:"launcher"`
-	Servers      []string            `json:"servers"`
+	ServerInfo Implementation `json:"serverInfo"`
+	// ProtocolVersion is Version.
+	ProtocolVersion int                 `json:"protocolVersion"`
+	Capabilities    SidecarCapabilities `json:"capabilities"`
+	Launcher        LauncherStatus      `json:"launcher"`
+	Servers         []string            `json:"servers"`
 }
 
 type SessionOpenParams struct {
@@ -189,6 +201,8 @@ type ToolsCallParams struct {
 	SandboxState json.RawMessage            `json:"sandboxState,omitempty"`
 	Meta         map[string]json.RawMessage `json:"meta,omitempty"`
 	TimeoutMs    int64                      `json:"timeoutMs,omitempty"`
+	// Task asks for a task-augmented call ({} or {"ttl": ms}; see tasks.go).
+	Task json.RawMessage `json:"task,omitempty"`
 }
 
 // ServerRequestParams are the params of requests aimed at one server

@@ -159,13 +159,14 @@ func TestEarlyDiscoveryCancelledBySessionClose(t *testing.T) {
 	if err := h.call(protocol.MethodSessionClose, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Waiting for the startup, the request learns of the cancellation
-	// (-32800); had it been handled only after the close, the session is
-	// unknown (-32001). Either way it ends, and never succeeds.
+	// Waiting for the startup, the request learns that the session closed
+	// (-32011 session_closed: the host cancelled nothing, so not -32800);
+	// had it been handled only after the close, the session is unknown
+	// (-32001). Either way it ends, and never succeeds.
 	err = w.Wait(h.ctx, nil)
-	je, _ := h.rpcError(err)
-	if je.Code != protocol.CodeRequestCancelled && je.Code != protocol.CodeUnknownSession {
-		t.Errorf("discovery after its session closed: %d %s, want -32800 (or -32001)", je.Code, je.Message)
+	je, data := h.rpcError(err)
+	if (je.Code != protocol.CodeServerNotReady || data.Kind != protocol.KindSessionClosed) && je.Code != protocol.CodeUnknownSession {
+		t.Errorf("discovery after its session closed: %d %s %+v, want -32011 session_closed (or -32001)", je.Code, je.Message, data)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -22,14 +23,19 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 	srv := sess.srv
 	env := sess.env
 	opts := mcpclient.Options{
-		Name:        sc.name,
-		Config:      sc.cfg,
-		FallbackCwd: sess.fallbackCwd(sc.cfg),
-		Env:         srv.opts.Env,
-		ClientInfo:  &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
-		Elicitation: env.hostCaps.Elicitation,
-		Roots:       env.hostCaps.Roots,
-		Logger:      srv.logger.With("server", sc.name, "session", sess.id),
+		Name:           sc.name,
+		Config:         sc.cfg,
+		FallbackCwd:    sess.fallbackCwd(sc.cfg),
+		Env:            srv.opts.Env,
+		ClientInfo:     &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
+		Elicitation:    env.hostCaps.Elicitation.Form,
+		ElicitationURL: env.hostCaps.Elicitation.URL,
+		Roots:          env.hostCaps.Roots,
+		Sampling:       env.hostCaps.Sampling.Enabled,
+		SamplingTools:  env.hostCaps.Sampling.Tools,
+		Logger:         srv.logger.With("server", sc.name, "session", sess.id),
+
+		MaxServerRequests: env.maxServerRequests,
 	}
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {
@@ -59,6 +65,14 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		SkippedLine: func(line string) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
 		},
+		ServerRequestRefused: func(method string, limit int) {
+			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%s from server %q refused: %d requests of it already wait for the host (limits.maxServerRequests)", method, sc.name, limit))
+		},
+		ElicitationComplete: func(id string) {
+			srv.notify(protocol.NotifyElicitationComplete, protocol.ElicitationCompleteParams{SessionID: sess.id, Server: sc.name, ElicitationID: id})
+		},
+		ResourceUpdated: sc.onResourceUpdated,
+		TaskStatus:      sc.onTaskStatus,
 		ToolListChanged: sc.onToolListChanged,
 		ResourceListChanged: func() {
 			sc.mu.Lock()
@@ -66,9 +80,14 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			sc.mu.Unlock()
 		},
 	}
-	if env.hostCaps.Elicitation {
+	if env.hostCaps.Elicitation.Any() {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			return srv.callHost(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params})
+		}
+	}
+	if env.hostCaps.Sampling.Enabled {
+		opts.Handlers.Sample = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params})
 		}
 	}
 	if env.hostCaps.Roots {
@@ -89,34 +108,35 @@ func (s *Server) logServer(sessionID, server, level, msg string) {
 // flooding stderr or log notifications cannot flood the host.
 func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMessage) {
 	key := sessionID + "\x00" + server
-	allowed, dropped := s.logLimiter.allow(key, time.Now())
-	if !allowed {
-		return
-	}
+	dropped, send := s.logLimiter.admit(key, s.now())
 	if dropped > 0 {
 		note, _ := json.Marshal(fmt.Sprintf("%d log lines of server %q dropped (rate limit)", dropped, server))
 		s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: "warning", Data: note})
+	}
+	if !send {
+		return
 	}
 	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, "data", string(data))
 	s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: level, Data: data})
 }
 
-// logLimiter is a token bucket per key.
+// logLimiter bounds the mcp/log messages of each key (a session's server):
+// a token bucket per key, of which every message takes one, the notices
+// of dropped lines included.
 type logLimiter struct {
 	mu      sync.Mutex
-	rate    float64 // tokens per second
-	burst   float64
-	buckets map[string]*bucket
+	rate    rate.Limit // messages per second
+	burst   int
+	buckets map[string]*logBucket
 }
 
-type bucket struct {
-	tokens  float64
-	last    time.Time
-	dropped int
+type logBucket struct {
+	lim     *rate.Limiter
+	dropped int // lines dropped since the last notice
 }
 
-func newLogLimiter(rate, burst float64) *logLimiter {
-	return &logLimiter{rate: rate, burst: burst, buckets: map[string]*bucket{}}
+func newLogLimiter(perSecond float64, burst int) *logLimiter {
+	return &logLimiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[string]*logBucket{}}
 }
 
 // forgetSession drops the buckets of a closed session.
@@ -130,24 +150,30 @@ func (l *logLimiter) forgetSession(sessionID string) {
 	}
 }
 
-// allow reports whether one more line may go out now, and how many were
-// dropped since the last one that went out.
-func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
+// admit decides what one more line of key sends at now: a notice of the
+// lines dropped before it (dropped > 0), and the line itself (send). The
+// notice takes a token like any message, so a key never gets more than
+// its rate (after the burst), notices included; a line that finds the
+// only token taken by the notice is dropped and counted in the next one.
+func (l *logLimiter) admit(key string, now time.Time) (dropped int, send bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[key]
 	if b == nil {
-		b = &bucket{tokens: l.burst, last: now}
+		b = &logBucket{lim: rate.NewLimiter(l.rate, l.burst)}
 		l.buckets[key] = b
 	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens < 1 {
+	if !b.lim.AllowN(now, 1) {
 		b.dropped++
-		return false, 0
+		return 0, false
 	}
-	b.tokens--
-	d := b.dropped
-	b.dropped = 0
-	return true, d
+	if b.dropped == 0 {
+		return 0, true
+	}
+	dropped, b.dropped = b.dropped, 0
+	if b.lim.AllowN(now, 1) {
+		return dropped, true
+	}
+	b.dropped = 1
+	return dropped, false
 }

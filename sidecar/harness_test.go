@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -65,9 +66,19 @@ type harness struct {
 
 	// onRequest answers mcp/elicit and mcp/roots.
 	onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	// onNotification, when set, also sees every notification, on the read
+	// loop (it must not block): for tests that count thousands, which
+	// waitFor would rescan each time.
+	onNotification func(hostclient.Notification)
 }
 
 func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHookedHarness(t, sidecar.Hooks{})
+}
+
+// newHookedHarness is newHarness with test hooks installed in the sidecar.
+func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
@@ -86,12 +97,13 @@ func newHarness(t *testing.T) *harness {
 		return os.LookupEnv(k)
 	}
 	go func() {
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)})
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)}, hooks))
 		sidecarW.Close()
 		sidecarR.Close()
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
+		Checker:        schemaChecker(t),
 		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
@@ -111,18 +123,42 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// record keeps a notification for waitFor.
+// record keeps a notification for waitFor and passes it to
+// onNotification.
 func (h *harness) record(n hostclient.Notification) {
 	h.mu.Lock()
 	h.notes = append(h.notes, n)
 	h.cond.Broadcast()
 	h.mu.Unlock()
+	if h.onNotification != nil {
+		h.onNotification(n)
+	}
+}
+
+// schemaChecker returns a checker of the protocol schema for a test host:
+// when the test ends (after the host's own cleanups and deferred closes,
+// which were registered later), every message it saw must have matched.
+func schemaChecker(t *testing.T) *schema.Checker {
+	t.Helper()
+	c, err := schema.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Err(); err != nil {
+			t.Errorf("messages that do not match schema/protocol.schema.json (schema/README.md says how to add an entry):\n%v", err)
+		}
+	})
+	return c
 }
 
 // initialize sends initialize with the given servers (and extra params).
 func (h *harness) initialize(servers map[string]*config.ServerConfig, extra map[string]any) protocol.InitializeResult {
 	h.t.Helper()
-	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.cacheDir}
+	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": h.cacheDir}
+	if servers != nil {
+		params["servers"] = servers
+	}
 	for k, v := range extra {
 		params[k] = v
 	}
@@ -188,6 +224,12 @@ func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.Err
 // returns it.
 func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) hostclient.Notification {
 	h.t.Helper()
+	return h.waitForSince(0, what, pred)
+}
+
+// waitForSince is waitFor among the notifications from index since on.
+func (h *harness) waitForSince(since int, what string, pred func(hostclient.Notification) bool) hostclient.Notification {
+	h.t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	stop := time.AfterFunc(testTimeout, func() {
 		h.mu.Lock()
@@ -198,7 +240,7 @@ func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
-		for _, n := range h.notes {
+		for _, n := range h.notes[min(since, len(h.notes)):] {
 			if pred(n) {
 				return n
 			}

@@ -42,10 +42,12 @@ type environment struct {
 	launcher     *launcherprobe.Monitor
 	maxNameBytes int
 	maxPending   int
-	cooldown     time.Duration
-	startSem     *semaphore.Weighted
-	shared       *catalog.SharedListings
-	disk         *catalog.DiskCache
+	// maxServerRequests bounds each server's requests waiting on the host.
+	maxServerRequests int
+	cooldown          time.Duration
+	startSem          *semaphore.Weighted
+	shared            *catalog.SharedListings
+	disk              *catalog.DiskCache
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -125,6 +127,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		if l.MaxPendingPerSession > 0 {
 			env.maxPending = l.MaxPendingPerSession
 		}
+		if l.MaxServerRequests > 0 {
+			env.maxServerRequests = l.MaxServerRequests
+		}
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
 		}
@@ -170,10 +175,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 	}
 	return result{value: protocol.InitializeResult{
-		ServerInfo:   protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
-		Capabilities: protocol.SidecarCapabilities{Features: features},
-		Launcher:     launcher.Report(),
-		Servers:      append([]string{}, env.order...), // [] when none, never null
+		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
+		ProtocolVersion: protocol.Version,
+		Capabilities:    protocol.SidecarCapabilities{Features: features},
+		Launcher:        launcher.Report(),
+		Servers:         append([]string{}, env.order...), // [] when none, never null
 	}}, nil
 }
 
@@ -222,6 +228,14 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.serversReconnect, true
 	case protocol.MethodServersStatus:
 		return s.serversStatus, true
+	case protocol.MethodResourcesSubscribe:
+		return s.resourcesSubscribe, true
+	case protocol.MethodResourcesUnsubscribe:
+		return s.resourcesUnsubscribe, true
+	case protocol.MethodTasksGet, protocol.MethodTasksResult, protocol.MethodTasksCancel:
+		return s.taskMethod(name), true
+	case protocol.MethodTasksList:
+		return s.tasksList, true
 	}
 	return nil, false
 }

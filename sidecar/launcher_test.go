@@ -28,7 +28,7 @@ func newProcessHarness(t *testing.T) *harness {
 	t.Cleanup(cancel)
 	h := &harness{t: t, ctx: ctx, exit: make(chan int, 1), cacheDir: t.TempDir()}
 	h.cond = sync.NewCond(&h.mu)
-	h.client = hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{OnNotification: h.record})
+	h.client = hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t), OnNotification: h.record})
 	t.Cleanup(func() {
 		h.client.Close()
 		p.wait(t)

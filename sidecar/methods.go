@@ -132,6 +132,9 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	if err := sc.checkBinding(bound); err != nil {
 		return result{}, err
 	}
+	if err := checkTaskMode(sc, bound, p.Task); err != nil {
+		return result{}, err
+	}
 
 	sc.mu.Lock()
 	capability := sc.sandboxCap
@@ -175,7 +178,12 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 	defer cancel()
-	raw, err := conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	var raw json.RawMessage
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		raw, err = conn.CallToolTask(callCtx, bound.Name, p.Arguments, meta, p.Task)
+	} else {
+		raw, err = conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	}
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
 			return result{}, protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
@@ -331,7 +339,7 @@ func (sc *serverConn) tool(name string) (catalog.Tool, bool) {
 }
 
 // checkBinding refuses a call whose tool changed or disappeared since it
-// was bound (DESIGN.md 4.8).
+// was bound (docs/protocol.md, "Authority and binding").
 func (sc *serverConn) checkBinding(bound catalog.Tool) error {
 	cur, ok := sc.tool(bound.Name)
 	if ok && string(cur.Raw) == string(bound.Raw) {

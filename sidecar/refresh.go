@@ -15,7 +15,7 @@ import (
 const maxOvertakenListings = 5
 
 // listState is the tools/list_changed bookkeeping of one server connection
-// (DESIGN.md 4.4). Guarded by serverConn.mu.
+// (docs/protocol.md, "tools/list_changed"). Guarded by serverConn.mu.
 type listState struct {
 	// changes counts list_changed notifications in transport order;
 	// listed is the value of changes when the catalog in use was listed.
@@ -78,12 +78,14 @@ const (
 // round, so a burst costs a few listings, not one each.
 func (sc *serverConn) backgroundRefresh() {
 	ctx := sc.sess.ctx
+	if f := sc.sess.srv.hook().backgroundRefresh; f != nil {
+		f(sc.sess.id, sc.name)
+	}
 	for {
 		sc.waitQuiet(ctx)
 		sc.refreshIfStale(ctx)
 		sc.mu.Lock()
-		cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
-		if ctx.Err() != nil || cooling || !sc.isStaleLocked() {
+		if ctx.Err() != nil || sc.coolingLocked() || !sc.isStaleLocked() {
 			sc.list.bgPending = false
 			sc.mu.Unlock()
 			return
@@ -112,13 +114,26 @@ func (sc *serverConn) waitQuiet(ctx context.Context) {
 	}
 }
 
+// wantsRefresh reports a catalog that is stale and not cooling down after
+// a failed refresh.
+func (sc *serverConn) wantsRefresh() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.isStaleLocked() && !sc.coolingLocked()
+}
+
+// coolingLocked reports a failed refresh whose cooldown still runs.
+func (sc *serverConn) coolingLocked() bool {
+	return sc.sess.srv.now().Sub(sc.list.failedAt) < sc.sess.env.cooldown
+}
+
 // refreshIfStale refreshes a catalog marked stale by a notification, unless
 // a failed refresh is cooling down (then the previous catalog is served,
 // marked stale).
 func (sc *serverConn) refreshIfStale(ctx context.Context) {
 	sc.mu.Lock()
-	stale := sc.isStaleLocked() && sc.sess.env.feature(FeatureToolListChanged)
-	cooling := time.Since(sc.list.failedAt) < sc.sess.env.cooldown
+	stale := sc.isStaleLocked()
+	cooling := sc.coolingLocked()
 	conn := sc.conn
 	sc.mu.Unlock()
 	if !stale || cooling || conn == nil {
@@ -137,9 +152,17 @@ func (sc *serverConn) refresh(ctx context.Context, conn *mcpclient.Conn, reason 
 		sc.mu.Lock()
 		if ch := sc.list.refreshing; ch != nil {
 			sc.mu.Unlock()
+			if f := sc.sess.srv.hook().refreshJoined; f != nil {
+				f(sc.sess.id, sc.name)
+			}
 			select {
 			case <-ch:
-				if reason == protocol.ReasonListChanged && !sc.isStale() {
+				// A list_changed refresh is answered by the one it waited
+				// for: by its catalog, or, if it failed, by the previous
+				// catalog marked stale while the cooldown it started runs.
+				// It lists again only for a notification that came after
+				// (an explicit refresh always lists).
+				if reason == protocol.ReasonListChanged && !sc.wantsRefresh() {
 					return nil
 				}
 				continue
@@ -170,7 +193,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 				return cancelledError()
 			}
 			sc.mu.Lock()
-			sc.list.failedAt = time.Now()
+			sc.list.failedAt = sc.sess.srv.now()
 			sc.lastErr = fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
 			msg := sc.lastErr
 			sc.mu.Unlock()

@@ -38,6 +38,8 @@ type Options struct {
 	Prober *launcherprobe.Prober
 	// MaxFrameBytes bounds a host frame; zero means the default (64 MiB).
 	MaxFrameBytes int64
+
+	hooks *testHooks // tests only (export_test.go)
 }
 
 // Server is one host connection and everything it owns.
@@ -63,9 +65,19 @@ type Server struct {
 	inflight     map[jsonrpc2.ID]*inflightRequest
 	logLimiter   *logLimiter
 
+	// opening holds the ids reserved by session/open calls in progress;
+	// sessionsEnded is set once every session was closed for good
+	// (shutdown, or the host went away): no session opens after it.
+	// Guarded by mu.
+	opening       map[string]bool
+	sessionsEnded bool
+
 	// work tracks request goroutines, so that Serve returns only after
 	// every reply was written or abandoned.
 	work sync.WaitGroup
+
+	// hostCallSeq numbers the sidecar's requests to the host (callHost).
+	hostCallSeq atomic.Uint64
 
 	exitCode atomic.Int32
 	// connReady is closed once conn is set: jsonrpc2 starts reading (and
@@ -168,6 +180,7 @@ func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 func (s *Server) closeAllSessions() {
 	s.mu.Lock()
+	s.sessionsEnded = true
 	sessions := make([]*Session, 0, len(s.sessions))
 	for id, sess := range s.sessions {
 		sessions = append(sessions, sess)
@@ -361,9 +374,20 @@ func (s *Server) notify(method string, params any) {
 // callHost sends the host a request (a server-to-host request relayed, such
 // as mcp/elicit) and returns its raw result. Every host-bound request goes
 // through here, so the wire underneath can change without its callers.
+//
+// When ctx ends first (the server cancelled its request, or its connection
+// ended), the host is sent $/cancelRequest for it, as LSP does: the host
+// can stop asking its user.
 func (s *Server) callHost(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	var res json.RawMessage
-	err := s.conn.Call(ctx, method, params, &res)
+	// The sidecar picks the id (from a sequence of its own, and every
+	// host-bound request comes through here), so that it can name the
+	// request in $/cancelRequest.
+	id := jsonrpc2.ID{Num: s.hostCallSeq.Add(1)}
+	err := s.conn.Call(ctx, method, params, &res, jsonrpc2.PickID(id))
+	if err != nil && ctx.Err() != nil {
+		s.notify(protocol.MethodCancelRequest, protocol.CancelParams{ID: json.RawMessage(id.String())})
+	}
 	return res, err
 }
 

@@ -43,8 +43,14 @@ type Session struct {
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
 
-	// rounds tracks startup-round goroutines so close can wait for them.
-	rounds sync.WaitGroup
+	// rounds tracks startup-round goroutines (and other session work, see
+	// track) so close can wait for them; prepared holds the rounds
+	// prepared but not yet launched (guarded by mu), which close ends.
+	rounds   sync.WaitGroup
+	prepared []*startRound
+	// watchers tracks the goroutines that watch live connections; close
+	// waits for them after closing the connections.
+	watchers sync.WaitGroup
 }
 
 // sessionCatalog is the session's qualified view of all its servers' tools,
@@ -78,7 +84,8 @@ type serverConn struct {
 	sess *Session
 	name string
 	cfg  *config.ServerConfig
-	// scopeKey is the discovery scope (DESIGN.md 4.2).
+	// scopeKey is the discovery scope (docs/protocol.md, "Sessions, startup and
+	// the discovery scope").
 	scopeKey string
 
 	mu         sync.Mutex
@@ -92,6 +99,9 @@ type serverConn struct {
 	startedAt  time.Time
 	sandboxCap sandbox.Capability
 	progress   map[string]json.RawMessage // progress tokens of calls in flight
+	// subscribed are the URIs the session subscribed to on this server
+	// (subscriptions.go); every new connection subscribes to them again.
+	subscribed map[string]bool
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -137,19 +147,13 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("startup must be \"eager\" or \"lazy\", not %q", p.Startup))
 	}
 
-	s.mu.Lock()
-	id := p.SessionID
-	if id == "" {
-		for {
-			s.nextSession++
-			id = "s" + strconv.Itoa(s.nextSession)
-			if s.sessions[id] == nil {
-				break
-			}
-		}
-	} else if s.sessions[id] != nil {
-		s.mu.Unlock()
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))
+	// The session is built in full (every server with its state, eager
+	// startups already marked starting) before it is published: a request
+	// pipelined behind the open finds no session or a whole one, never one
+	// half filled. Its id is reserved meanwhile.
+	id, err := s.reserveSession(p.SessionID)
+	if err != nil {
+		return result{}, err
 	}
 	sess := &Session{
 		id:      id,
@@ -161,8 +165,17 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		servers: make(map[string]*serverConn, len(names)),
 	}
 	sess.ctx, sess.cancel = context.WithCancel(s.ctx)
-	s.sessions[id] = sess
-	s.mu.Unlock()
+	published := false
+	defer func() {
+		if !published {
+			// Failed or panicked before publishing: nobody else can reach
+			// this session, so it ends here and its id is free again.
+			s.mu.Lock()
+			delete(s.opening, id)
+			s.mu.Unlock()
+			sess.close()
+		}
+	}()
 
 	res := protocol.SessionOpenResult{SessionID: id, Servers: []protocol.ServerState{}}
 	var eager []string
@@ -175,6 +188,7 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			scopeKey:   catalog.ScopeKey(name, cfg, s.opts.Env, p.Scope, sess.fallbackCwd(cfg)),
 			catalogSrc: protocol.CatalogNone,
 			progress:   map[string]json.RawMessage{},
+			subscribed: map[string]bool{},
 		}
 		sess.servers[name] = sc
 		switch {
@@ -196,7 +210,49 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			res.Servers[i].State = protocol.StateStarting
 		}
 	}
+	if err := s.publishSession(sess); err != nil {
+		return result{}, err
+	}
+	published = true
 	return result{value: res, after: launch}, nil
+}
+
+// reserveSession reserves id (or a fresh one when id is empty) for a
+// session being opened.
+func (s *Server) reserveSession(id string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id == "" {
+		for {
+			s.nextSession++
+			id = "s" + strconv.Itoa(s.nextSession)
+			if s.sessions[id] == nil && !s.opening[id] {
+				break
+			}
+		}
+	} else if s.sessions[id] != nil || s.opening[id] {
+		return "", protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))
+	}
+	if s.opening == nil {
+		s.opening = map[string]bool{}
+	}
+	s.opening[id] = true
+	return id, nil
+}
+
+// publishSession makes a complete session visible to requests, unless
+// every session was closed meanwhile (shutdown, or the host went away): a
+// session published after that would never be closed.
+func (s *Server) publishSession(sess *Session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.opening, sess.id)
+	if s.sessionsEnded {
+		return protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
+			fmt.Sprintf("session %q not opened: the sidecar is shutting down", sess.id))
+	}
+	s.sessions[sess.id] = sess
+	return nil
 }
 
 func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
@@ -231,8 +287,16 @@ func (sess *Session) close() {
 		return
 	}
 	sess.closed = true
+	prepared := sess.prepared
+	sess.prepared = nil
+	for _, r := range prepared {
+		r.claimed = true
+	}
 	sess.mu.Unlock()
 	sess.cancel()
+	for _, r := range prepared {
+		sess.runRound(r, true)
+	}
 	sess.rounds.Wait()
 	var wg sync.WaitGroup
 	for _, sc := range sess.servers {
@@ -248,6 +312,7 @@ func (sess *Session) close() {
 		}
 	}
 	wg.Wait()
+	sess.watchers.Wait()
 	sess.srv.logLimiter.forgetSession(sess.id)
 }
 
@@ -287,73 +352,129 @@ func (sess *Session) track(f func()) bool {
 	return true
 }
 
+// startRound is one startup round: its servers were marked starting when
+// it was prepared; launching it announces and runs their startups. A
+// prepared round is launched exactly once, by its launch function or, if
+// that never runs (the session closed first, or the request that prepared
+// it failed), by Session.close, so that no attempt is left unfinished.
+type startRound struct {
+	n        int
+	scs      []*serverConn
+	attempts []*startAttempt
+	claimed  bool // guarded by Session.mu
+}
+
 // prepareRound marks names as starting in a new round and returns the
 // function that announces and runs the round. Marking first means a request
 // that arrives before the announcement already waits for these startups.
 func (sess *Session) prepareRound(names []string) (launch func()) {
+	r := &startRound{scs: make([]*serverConn, len(names)), attempts: make([]*startAttempt, len(names))}
 	sess.mu.Lock()
-	round := sess.round
+	r.n = sess.round
 	sess.round++
-	closed := sess.closed
-	if !closed {
-		sess.rounds.Add(1) // under mu: close may not have begun waiting
-	}
 	sess.mu.Unlock()
-	attempts := make([]*startAttempt, len(names))
-	scs := make([]*serverConn, len(names))
 	for i, name := range names {
 		sc := sess.servers[name]
-		a := &startAttempt{round: round, done: make(chan struct{}), initialized: make(chan struct{})}
+		a := &startAttempt{round: r.n, done: make(chan struct{}), initialized: make(chan struct{})}
 		sc.mu.Lock()
 		sc.state = protocol.StateStarting
 		sc.attempt = a
 		sc.mu.Unlock()
-		attempts[i], scs[i] = a, sc
+		r.attempts[i], r.scs[i] = a, sc
 	}
-	return func() {
-		if !closed {
-			defer sess.rounds.Done()
-		}
-		// Every "starting" of the round goes out before any terminal status.
-		for _, sc := range scs {
-			sess.srv.notify(protocol.NotifyStartupStatus, protocol.StartupStatusParams{
-				SessionID: sess.id, Server: sc.name, Round: round, Status: protocol.StatusStarting,
-			})
-		}
-		var wg sync.WaitGroup
-		for i, sc := range scs {
-			if closed {
-				sc.finishStart(attempts[i], nil, nil, context.Canceled)
-				continue
-			}
-			wg.Go(func() { sc.start(attempts[i]) })
-		}
-		wg.Wait()
-		summary := protocol.StartupCompleteParams{
-			SessionID: sess.id, Round: round,
-			Ready: []string{}, Failed: []protocol.FailedServer{}, Cancelled: []string{},
-		}
-		for i, sc := range scs {
-			a := attempts[i]
-			switch {
-			case a.err == nil:
-				summary.Ready = append(summary.Ready, sc.name)
-			case isCancelled(a.err):
-				summary.Cancelled = append(summary.Cancelled, sc.name)
-			default:
-				summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error(), Required: sc.cfg.Required})
-			}
-		}
-		sess.srv.notify(protocol.NotifyStartupComplete, summary)
+	sess.mu.Lock()
+	closed := sess.closed
+	if !closed {
+		sess.prepared = append(sess.prepared, r)
 	}
+	sess.mu.Unlock()
+	if f := sess.srv.hook().roundPrepared; f != nil {
+		f(sess.id, r.n)
+	}
+	if closed {
+		// close has taken the prepared rounds already: this one ends here.
+		r.claimed = true
+		sess.runRound(r, true)
+		return func() {}
+	}
+	return func() { sess.launchRound(r) }
 }
 
-func isCancelled(err error) bool {
+// launchRound runs a prepared round, unless close has taken it over. A
+// round runs while close waits for it (rounds).
+func (sess *Session) launchRound(r *startRound) {
+	sess.mu.Lock()
+	if r.claimed {
+		sess.mu.Unlock()
+		return
+	}
+	r.claimed = true
+	sess.prepared = slices.DeleteFunc(sess.prepared, func(p *startRound) bool { return p == r })
+	sess.rounds.Add(1) // under mu, before close can begin to wait
+	sess.mu.Unlock()
+	defer sess.rounds.Done()
+	sess.runRound(r, false)
+}
+
+// runRound announces the round's startups, runs them (or, when closed,
+// ends them as cancelled) and announces the summary.
+func (sess *Session) runRound(r *startRound, closed bool) {
+	// Every "starting" of the round goes out before any terminal status.
+	for _, sc := range r.scs {
+		sess.srv.notify(protocol.NotifyStartupStatus, protocol.StartupStatusParams{
+			SessionID: sess.id, Server: sc.name, Round: r.n, Status: protocol.StatusStarting,
+		})
+	}
+	var wg sync.WaitGroup
+	for i, sc := range r.scs {
+		if closed {
+			sc.finishStart(r.attempts[i], nil, nil, sc.sessionClosedError())
+			continue
+		}
+		wg.Go(func() { sc.start(r.attempts[i]) })
+	}
+	wg.Wait()
+	summary := protocol.StartupCompleteParams{
+		SessionID: sess.id, Round: r.n,
+		Ready: []string{}, Failed: []protocol.FailedServer{}, Cancelled: []string{},
+	}
+	for i, sc := range r.scs {
+		a := r.attempts[i]
+		switch {
+		case a.err == nil:
+			summary.Ready = append(summary.Ready, sc.name)
+		case endedNotFailed(a.err):
+			summary.Cancelled = append(summary.Cancelled, sc.name)
+		default:
+			summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error(), Required: sc.cfg.Required})
+		}
+	}
+	sess.srv.notify(protocol.NotifyStartupComplete, summary)
+}
+
+// endedNotFailed reports a startup that ended without failing: the session
+// closed, a newer startup superseded it, or (never in practice) a context
+// was cancelled. mcp/startupStatus reports these as "cancelled".
+func endedNotFailed(err error) bool {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return pe.Code == protocol.CodeRequestCancelled
+		return pe.Data.Kind == protocol.KindSessionClosed || pe.Data.Kind == protocol.KindStartupSuperseded
 	}
 	return errors.Is(err, context.Canceled)
+}
+
+// sessionClosedError ends a startup, or a request waiting for one, because
+// the session closed. The host cancelled nothing, so it is not -32800.
+func (sc *serverConn) sessionClosedError() *protocol.Error {
+	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindSessionClosed,
+		fmt.Sprintf("server %q of session %q ended: the session was closed", sc.name, sc.sess.id)).WithServer(sc.name, "")
+}
+
+// supersededError ends a startup that a newer one (servers/reconnect)
+// replaced; whoever waited for it may wait for the newer one.
+func (sc *serverConn) supersededError() *protocol.Error {
+	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindStartupSuperseded,
+		fmt.Sprintf("startup of server %q was superseded by a newer startup (servers/reconnect)", sc.name)).WithServer(sc.name, "").Retry()
 }
 
 // start runs one startup attempt: spawn or dial, initialize, first listing,
@@ -368,8 +489,7 @@ func (sc *serverConn) start(a *startAttempt) {
 	if err != nil {
 		switch {
 		case sess.ctx.Err() != nil:
-			err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
-				fmt.Sprintf("startup of server %q cancelled: session %q closed", sc.name, sess.id)).WithServer(sc.name, "")
+			err = sc.sessionClosedError()
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
 			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout,
 				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v", sc.name, formatSeconds(timeout), err)).WithServer(sc.name, "").Retry()
@@ -413,6 +533,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 		conn.Close()
 		return nil, nil, err
 	}
+	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
 	// it; later ones leave the catalog stale.
@@ -502,9 +623,11 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	// A connection that came up for a startup nobody wants any more is
 	// closed here, or its process would outlive the session.
 	drop := err == nil && (superseded || closed)
-	if drop {
-		err = protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled,
-			fmt.Sprintf("startup of server %q cancelled", sc.name)).WithServer(sc.name, "")
+	switch {
+	case drop && closed:
+		err = sc.sessionClosedError()
+	case drop:
+		err = sc.supersededError()
 	}
 	a.err = err
 	changed := false
@@ -518,9 +641,9 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.tools = tools
 			sc.catalogSrc = protocol.CatalogLive
 			sc.lastErr = ""
-			sc.startedAt = time.Now()
+			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
-		} else if isCancelled(err) {
+		} else if endedNotFailed(err) {
 			sc.state = protocol.StateCancelled
 		} else {
 			sc.state = protocol.StateFailed
@@ -538,7 +661,13 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.state = protocol.StateReady
 		}
 		sc.mu.Unlock()
-		go sc.watch(conn)
+		// Startups run in rounds that close waits for before it waits for
+		// the watchers: this Add comes before that Wait.
+		sess.watchers.Add(1)
+		go func() {
+			defer sess.watchers.Done()
+			sc.watch(conn)
+		}()
 	}
 	st := protocol.StartupStatusParams{SessionID: sess.id, Server: sc.name, Round: a.round}
 	switch {
@@ -546,7 +675,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		st.Status = protocol.StatusReady
 		n := len(tools)
 		st.Tools = &n
-	case isCancelled(err):
+	case endedNotFailed(err):
 		st.Status = protocol.StatusCancelled
 		st.Error = err.Error()
 	default:
@@ -597,7 +726,8 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 	// Bounded exponential backoff between restarts: 1 s doubling to 30 s;
 	// a server that stayed up five minutes starts over at 1 s. A server
 	// that keeps crashing is reported failed instead of restarted forever.
-	if time.Since(sc.startedAt) > stableUptime || sc.backoff == 0 {
+	now := sc.sess.srv.now()
+	if now.Sub(sc.startedAt) > stableUptime || sc.backoff == 0 {
 		sc.backoff = time.Second
 		sc.crashes = 0
 	} else {
@@ -609,7 +739,7 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 		msg = fmt.Sprintf("%s; it crashed %d times in a row, so it is not restarted again (servers/reconnect restarts it)", msg, sc.crashes)
 	}
 	sc.lastErr = msg
-	sc.nextRestart = time.Now().Add(sc.backoff)
+	sc.nextRestart = now.Add(sc.backoff)
 	sc.mu.Unlock()
 	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
 }
@@ -650,7 +780,7 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.sess.startLater(sc)
 			continue
 		case protocol.StateDisconnected:
-			wait := time.Until(sc.nextRestart)
+			wait := sc.nextRestart.Sub(sc.sess.srv.now())
 			if wait > 0 {
 				msg := sc.lastErr
 				sc.mu.Unlock()
@@ -665,6 +795,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			msg := sc.lastErr
 			a := sc.attempt
 			sc.mu.Unlock()
+			if sc.sess.ctx.Err() != nil {
+				return nil, sc.sessionClosedError()
+			}
 			if a != nil && a.err != nil {
 				var pe *protocol.Error
 				if errors.As(a.err, &pe) {
@@ -680,9 +813,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 }
 
 // initializedConn returns a connection that has completed initialize,
-// without waiting for its first tools/list (early resource discovery,
-// DESIGN.md 4.5). It reuses the startup's one connection and handshake; a
-// startup that fails or is cancelled passes its error on.
+// without waiting for its first tools/list (docs/protocol.md, "Early
+// resource discovery"). It reuses the startup's one connection and
+// handshake; a startup that fails or is cancelled passes its error on.
 func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
 	for {
 		sc.mu.Lock()
@@ -802,7 +935,8 @@ func (sess *Session) server(name string) (*serverConn, error) {
 }
 
 // loadDormant fills sc from the disk cache when the server may stay dormant
-// in a lazy session (DESIGN.md 4.3) and reports whether it may.
+// in a lazy session (docs/protocol.md, "Disk cache and lazy
+// startup") and reports whether it may.
 func (sess *Session) loadDormant(sc *serverConn) bool {
 	cfg := sc.cfg
 	if cfg.Transport() != config.TransportStdio {

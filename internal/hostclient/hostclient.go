@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // Notification is one notification from the sidecar.
@@ -28,12 +29,17 @@ type Options struct {
 	// OnNotification sees every notification in arrival order. It runs on
 	// the read loop: it must not block.
 	OnNotification func(Notification)
-	// OnRequest answers the sidecar's requests (mcp/elicit, mcp/roots).
-	// It runs in its own goroutine. A nil OnRequest answers -32601.
+	// OnRequest answers the sidecar's requests (mcp/elicit, mcp/roots,
+	// mcp/sample). It runs in its own goroutine; its ctx ends when the
+	// sidecar sends $/cancelRequest for the request. A nil OnRequest
+	// answers -32601.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
 	// MaxFrameBytes bounds a frame from the sidecar (a 50,000-tool catalog
 	// is over 100 MiB); zero means the protocol default.
 	MaxFrameBytes int64
+	// Checker, when set, checks every message in both directions against
+	// the protocol schema (tests set it; see schema.Checker).
+	Checker *schema.Checker
 }
 
 // Client is a connection to one sidecar.
@@ -42,12 +48,21 @@ type Client struct {
 	opts   Options
 	wg     sync.WaitGroup
 	nextID atomic.Uint64
+
+	// inflight cancels the sidecar's requests being answered, when the
+	// sidecar sends $/cancelRequest for them.
+	mu       sync.Mutex
+	inflight map[jsonrpc2.ID]context.CancelFunc
 }
 
 // New speaks the host protocol over r (the sidecar's stdout) and w (its
 // stdin).
 func New(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	if opts.Checker != nil {
+		r = opts.Checker.Reader(schema.SidecarToHost, r)
+		w = opts.Checker.Writer(schema.HostToSidecar, w)
+	}
 	stream := protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes})
 	c.conn = jsonrpc2.NewConn(ctx, stream, handlerFunc(c.handle))
 	return c
@@ -65,6 +80,9 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		params = *req.Params
 	}
 	if req.Notif {
+		if req.Method == protocol.MethodCancelRequest {
+			c.cancelInflight(params)
+		}
 		if c.opts.OnNotification != nil {
 			c.opts.OnNotification(Notification{Method: req.Method, Params: params})
 		}
@@ -72,9 +90,21 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	// Answer requests off the read loop, as a host must: the answer may
 	// need the user, and responses to our own calls arrive on this loop.
+	// Registered here, in the read loop, so that a $/cancelRequest read
+	// after the request finds it.
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.inflight[req.ID] = cancel
+	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.inflight, req.ID)
+			c.mu.Unlock()
+			cancel()
+		}()
 		var res any
 		err := error(&jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "host does not handle " + req.Method})
 		if c.opts.OnRequest != nil {
@@ -90,6 +120,22 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		}
 		_ = conn.Reply(ctx, req.ID, res)
 	}()
+}
+
+// cancelInflight cancels the context of the request $/cancelRequest names.
+func (c *Client) cancelInflight(params json.RawMessage) {
+	var p struct {
+		ID jsonrpc2.ID `json:"id"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[p.ID]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // Call sends a request and decodes its result into result (which may be a

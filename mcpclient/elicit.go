@@ -1,0 +1,53 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// answerElicit relays elicitation/create in the modes the host declared:
+// form (the default when params have no mode) and url.
+func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+	params, err := c.requestParams(req)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(params, &head); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation params: " + err.Error()}
+	}
+	form := head.Mode == "" || head.Mode == "form"
+	switch head.Mode {
+	case "", "form":
+		if !c.opts.Elicitation {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `client does not support "form" elicitation`}
+		}
+	case "url":
+		if !c.opts.ElicitationURL {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `client does not support "url" elicitation`}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unsupported elicitation mode %q", head.Mode)}
+	}
+	raw, err := c.opts.Handlers.Elicit(ctx, params)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	var typed mcp.ElicitResult
+	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's elicitation answer is not an ElicitResult"}
+	}
+	if form {
+		if raw, err = completeForm(params, raw); err != nil {
+			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, "err", err)
+			return nil, err
+		}
+	}
+	return rawElicitResult{&typed, raw}, nil
+}

@@ -1,0 +1,31 @@
+package sidecar
+
+import "time"
+
+// Hooks are the test seams of a Server (see testHooks).
+type Hooks struct {
+	// Now replaces the clock of restart backoff, the refresh cooldown and
+	// the log rate limit.
+	Now func() time.Time
+	// RoundPrepared is called when a startup round of session has been
+	// prepared, before it is announced or run.
+	RoundPrepared func(session string, round int)
+	// BackgroundRefresh is called when a background catalog refresher of
+	// server begins; blocking holds it back (release it before the
+	// session closes: close waits for it).
+	BackgroundRefresh func(session, server string)
+	// RefreshJoined is called when a caller begins to wait for a catalog
+	// refresh of server that another caller runs.
+	RefreshJoined func(session, server string)
+}
+
+// WithHooks returns opts with h installed.
+func WithHooks(opts Options, h Hooks) Options {
+	opts.hooks = &testHooks{
+		now:               h.Now,
+		roundPrepared:     h.RoundPrepared,
+		backgroundRefresh: h.BackgroundRefresh,
+		refreshJoined:     h.RefreshJoined,
+	}
+	return opts
+}

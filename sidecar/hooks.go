@@ -1,0 +1,37 @@
+package sidecar
+
+import "time"
+
+// testHooks are the seams tests use to order events without sleeping
+// (export_test.go sets them through Options); the zero value is the
+// production behaviour.
+type testHooks struct {
+	// now is the clock of restart backoff, the refresh cooldown and the
+	// log rate limit.
+	now func() time.Time
+	// roundPrepared is called once a startup round has been prepared (its
+	// servers marked starting), before anything announces or runs it.
+	roundPrepared func(session string, round int)
+	// backgroundRefresh is called when a background refresher begins, on
+	// its goroutine: blocking holds it back (session close waits for it).
+	backgroundRefresh func(session, server string)
+	// refreshJoined is called when a caller begins to wait for a refresh
+	// another caller is running.
+	refreshJoined func(session, server string)
+}
+
+// hook returns the server's test hooks (the zero value in production).
+func (s *Server) hook() testHooks {
+	if s.opts.hooks == nil {
+		return testHooks{}
+	}
+	return *s.opts.hooks
+}
+
+// now is the sidecar's clock.
+func (s *Server) now() time.Time {
+	if now := s.hook().now; now != nil {
+		return now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,227 @@
+package sidecar_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+)
+
+// Requests pipelined right behind session/open (issue 13, item 1): a host
+// may send requests for a session before the open's reply arrives. Each
+// such request finds no session (-32001) or a whole one: never a session
+// half filled (a nil server, a bogus -32010 for a configured server, an
+// internal error, or a data race that kills the process).
+
+const (
+	pipelineDisabled = 50
+	pipelineLive     = 3
+)
+
+// pipelineServers is pipelineDisabled disabled stdio servers (never
+// started) and pipelineLive live HTTP servers, each with one tool and one
+// resource. HTTP keeps thousands of startups cheap: no process per round.
+func pipelineServers(t *testing.T) map[string]*config.ServerConfig {
+	t.Helper()
+	servers := map[string]*config.ServerConfig{}
+	off := false
+	for i := range pipelineDisabled {
+		servers[fmt.Sprintf("d%02d", i)] = &config.ServerConfig{Command: "/nonexistent/never-started", Enabled: &off}
+	}
+	for i := range pipelineLive {
+		s := mcp.NewServer(&mcp.Implementation{Name: "pipeline"}, nil)
+		s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+		s.AddResource(&mcp.Resource{URI: "file:///r", Name: "r", MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///r", Text: "r"}}}, nil
+		})
+		ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+		t.Cleanup(func() {
+			ts.Close()
+			// A startup cancelled by a pipelined close may leave a session
+			// the server created for an initialize whose client went away.
+			for ss := range s.Sessions() {
+				ss.Close()
+			}
+		})
+		servers[fmt.Sprintf("live%d", i)] = &config.ServerConfig{URL: ts.URL}
+	}
+	return servers
+}
+
+// frame is one host request as LSP framing puts it on the wire.
+func frame(id int, method string, params any) string {
+	p, _ := json.Marshal(params)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, p)
+	return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+type pipelineReply struct {
+	ID    *int `json:"id"`
+	Error *struct {
+		Code    int64              `json:"code"`
+		Message string             `json:"message"`
+		Data    protocol.ErrorData `json:"data"`
+	} `json:"error"`
+}
+
+// pipelineRounds runs rounds rounds against the host end h. Each round is
+// one write holding session/open and, behind it, requests for the same
+// session; then the session is closed (again, if the pipelined close found
+// it not yet open).
+func pipelineRounds(t *testing.T, h *rawHost, rounds int) {
+	t.Helper()
+	if _, err := h.callRaw(protocol.MethodInitialize, map[string]any{
+		"clientInfo": map[string]any{"name": "pipeline"}, "servers": pipelineServers(t), "cacheDir": t.TempDir(),
+	}); err != nil {
+		t.Fatalf("initialize: %+v", err)
+	}
+	id := 1 << 20 // above rawHost.call's own ids
+	tally := map[string]int{}
+	for r := range rounds {
+		sid := fmt.Sprintf("p%d", r)
+		reqs := []struct {
+			method string
+			params map[string]any
+		}{
+			{protocol.MethodSessionOpen, map[string]any{"sessionId": sid, "startup": "eager"}},
+			{protocol.MethodToolsList, map[string]any{"sessionId": sid}},
+			{protocol.MethodToolsList, map[string]any{"sessionId": sid, "servers": []string{"d07", "live1"}}},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "live0", "tool": "echo"}},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "name": "mcp__live2__echo"}},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "d13", "tool": "echo"}},
+			{protocol.MethodServersStatus, map[string]any{"sessionId": sid}},
+			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "live1"}},
+			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "d42"}},
+			{protocol.MethodSessionClose, map[string]any{"sessionId": sid}},
+		}
+		var b strings.Builder
+		methods := map[int]string{}
+		for _, q := range reqs {
+			id++
+			methods[id] = q.method
+			b.WriteString(frame(id, q.method, q.params))
+		}
+		if _, err := h.w.Write([]byte(b.String())); err != nil {
+			t.Fatalf("round %d: writing the pipelined frames: %v (did the sidecar die?)", r, err)
+		}
+		closeMissed := false
+		for len(methods) > 0 {
+			msg := h.read()
+			var m pipelineReply
+			if err := json.Unmarshal(msg, &m); err != nil {
+				t.Fatalf("round %d: frame %s: %v", r, msg, err)
+			}
+			if m.ID == nil {
+				continue // a notification
+			}
+			method, ok := methods[*m.ID]
+			if !ok {
+				t.Fatalf("round %d: reply to unknown id %d: %s", r, *m.ID, msg)
+			}
+			delete(methods, *m.ID)
+			if m.Error == nil {
+				tally[method+" ok"]++
+				continue
+			}
+			e := m.Error
+			tally[fmt.Sprintf("%s %d", method, e.Code)]++
+			switch {
+			case method == protocol.MethodSessionOpen:
+				t.Fatalf("round %d: session/open failed: %d %s", r, e.Code, e.Message)
+			case e.Code == protocol.CodeUnknownSession:
+				// Handled before the open published the session, or after
+				// the close: the session is not there, which is fine.
+				if method == protocol.MethodSessionClose {
+					closeMissed = true
+				}
+			case e.Code == protocol.CodeRequestCancelled:
+				// The host cancelled nothing: a startup the pipelined
+				// close ended is -32011 session_closed.
+				t.Fatalf("round %d: %s answered -32800 though nothing was cancelled: %s", r, method, e.Message)
+			case e.Code == protocol.CodeUnknownServer, e.Code == protocol.CodeInternalError, e.Data.Kind == protocol.KindInternal:
+				t.Fatalf("round %d: %s on a whole session must not fail with %d (%s): %s", r, method, e.Code, e.Data.Kind, e.Message)
+			}
+		}
+		if closeMissed {
+			if _, err := h.callRaw(protocol.MethodSessionClose, map[string]any{"sessionId": sid}); err != nil {
+				t.Fatalf("round %d: closing the session: %+v", r, err)
+			}
+		}
+	}
+	t.Logf("%d rounds: %v", rounds, tally)
+}
+
+// callRaw sends one request (params encoded as JSON) and returns its
+// result or its error's data.
+func (h *rawHost) callRaw(method string, params any) (json.RawMessage, *protocol.ErrorData) {
+	h.t.Helper()
+	p, err := json.Marshal(params)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.call(method, string(p))
+}
+
+// TestPipelinedBehindSessionOpenInProcess: in process, under -race, the
+// detector sees every access on the path.
+func TestPipelinedBehindSessionOpenInProcess(t *testing.T) {
+	t.Parallel()
+	pipelineRounds(t, newRawHost(t), pipelineRoundsN)
+}
+
+// TestPipelinedBehindSessionOpenProcess: against a real sidecar process,
+// the frames arriving in one read, as a host on a pipe sends them.
+func TestPipelinedBehindSessionOpenProcess(t *testing.T) {
+	t.Parallel()
+	p := startSidecarProcess(t)
+	h := &rawHost{t: t, w: p.stdin, r: bufio.NewReader(p.stdout)}
+	pipelineRounds(t, h, pipelineRoundsN)
+	p.stdin.Close()
+	if code := p.wait(t); code != 1 {
+		t.Errorf("sidecar exit status %d after EOF without shutdown, want 1", code)
+	}
+}
+
+const pipelineRoundsN = 2000
+
+// TestSessionOpenPanicLeavesNothingBehind: a session/open that fails after
+// its startup round was prepared (here a panic, which the sidecar answers
+// with -32603) publishes nothing: the id is free again, and no prepared
+// round is left for session close or shutdown to wait on for ever.
+func TestSessionOpenPanicLeavesNothingBehind(t *testing.T) {
+	var panicked atomic.Bool
+	h := newHookedHarness(t, sidecar.Hooks{RoundPrepared: func(session string, round int) {
+		if session == "boom" && panicked.CompareAndSwap(false, true) {
+			panic("injected after the round was prepared")
+		}
+	}})
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}})}, nil)
+	err := h.call(protocol.MethodSessionOpen, map[string]any{"sessionId": "boom", "startup": "eager"}, nil)
+	h.wantCode(err, protocol.CodeInternalError)
+	err = h.call(protocol.MethodToolsList, map[string]any{"sessionId": "boom"}, nil)
+	h.wantCode(err, protocol.CodeUnknownSession)
+
+	// The same id opens now (it was not left reserved or published).
+	open := h.open(map[string]any{"sessionId": "boom", "startup": "eager"})
+	h.waitComplete(open.SessionID, 0)
+	if err := h.call(protocol.MethodSessionClose, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call(protocol.MethodShutdown, nil, nil); err != nil {
+		t.Fatalf("shutdown after the failed open: %v", err)
+	}
+}

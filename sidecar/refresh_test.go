@@ -1,0 +1,171 @@
+package sidecar_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// listServer is an in-process Streamable HTTP MCP server whose tools/list
+// requests the test controls: onList gets each one's number (1-based) and
+// may block on a channel, fail it (an error) or let it through (nil).
+type listServer struct {
+	srv   *mcp.Server
+	url   string
+	lists atomic.Int32
+}
+
+func newListServer(t *testing.T, tools []string, onList func(n int) error) *listServer {
+	t.Helper()
+	ls := &listServer{srv: mcp.NewServer(&mcp.Implementation{Name: "list-server"}, nil)}
+	for _, name := range tools {
+		ls.addTool(name)
+	}
+	ls.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				if err := onList(int(ls.lists.Add(1))); err != nil {
+					return nil, err
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ls.srv }, nil))
+	t.Cleanup(func() {
+		ts.Close()
+		for ss := range ls.srv.Sessions() {
+			ss.Close()
+		}
+	})
+	ls.url = ts.URL
+	return ls
+}
+
+// addTool adds an echo tool; go-sdk then sends tools/list_changed.
+func (ls *listServer) addTool(name string) {
+	ls.srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
+	})
+}
+
+// signals counts hook calls and lets a test wait for a number of them.
+type signals chan struct{}
+
+func newSignals() signals { return make(signals, 1024) }
+
+func (s signals) fire() { s <- struct{}{} }
+
+func (s signals) wait(t *testing.T, n int, what string) {
+	t.Helper()
+	timeout := time.NewTimer(testTimeout)
+	defer timeout.Stop()
+	for i := range n {
+		select {
+		case <-s:
+		case <-timeout.C:
+			t.Fatalf("timed out waiting for %s (%d of %d)", what, i, n)
+		}
+	}
+}
+
+// refreshHarness is a harness whose background refresher is held back
+// until the test ends, and whose hooks report notifications seen and
+// refreshes joined.
+type refreshHarness struct {
+	*harness
+	clock    *fakeClock
+	notified signals // a background refresher was woken: a notification was recorded
+	joined   signals // a caller waits for another's refresh
+}
+
+func newRefreshHarness(t *testing.T) *refreshHarness {
+	t.Helper()
+	rh := &refreshHarness{clock: newFakeClock(), notified: newSignals(), joined: newSignals()}
+	hold := make(chan struct{})
+	rh.harness = newHookedHarness(t, sidecar.Hooks{
+		Now: rh.clock.Now,
+		BackgroundRefresh: func(session, server string) {
+			rh.notified.fire()
+			<-hold
+		},
+		RefreshJoined: func(session, server string) { rh.joined.fire() },
+	})
+	// Cleanups run last first: the refresher is let go before the harness
+	// closes the sessions that wait for it.
+	t.Cleanup(func() { close(hold) })
+	return rh
+}
+
+// TestFailedRefreshAnswersAllWaitersOnce (issue 13, item 17): eight
+// tools/list find a catalog made stale by a notification; one refresh
+// lists and fails; all eight are answered from that one failure with the
+// previous catalog marked stale, and the cooldown then holds: nobody lists
+// again until it has passed.
+func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	ls := newListServer(t, []string{"a"}, func(n int) error {
+		if n == 2 { // the first refresh
+			close(started)
+			<-release
+			return errors.New("tools/list failed on purpose")
+		}
+		return nil
+	})
+	h := newRefreshHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": {URL: ls.url}}, map[string]any{
+		"features": map[string]bool{"mcp_tool_list_changed": true},
+		"limits":   map[string]any{"refreshCooldownMs": 2000},
+	})
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(sid, 0)
+	ls.addTool("b")
+	h.notified.wait(t, 1, "the list_changed notification")
+
+	const n = 8
+	var waits []jsonrpc2.Waiter
+	for range n {
+		_, w, err := h.client.Dispatch(h.ctx, protocol.MethodToolsList, map[string]any{"sessionId": sid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	<-started
+	h.joined.wait(t, n-1, "seven tools/list waiting for the refresh in flight")
+	close(release)
+	for i, w := range waits {
+		var list protocol.ToolsListResult
+		if err := w.Wait(h.ctx, &list); err != nil {
+			t.Fatalf("tools/list %d: %v", i, err)
+		}
+		if got := toolNames(list); !slices.Equal(got, []string{"a"}) || !list.Servers[0].Stale {
+			t.Errorf("tools/list %d: tools %v stale %v, want the previous catalog marked stale", i, got, list.Servers[0].Stale)
+		}
+	}
+	if got := ls.lists.Load(); got != 2 {
+		t.Fatalf("%d tools/list reached the server, want 2 (startup and one refresh for all eight)", got)
+	}
+	// The failure started the cooldown: within it nothing lists.
+	if list := h.toolsList(sid); !list.Servers[0].Stale || ls.lists.Load() != 2 {
+		t.Errorf("within the cooldown: stale %v, %d listings; want stale and no new listing", list.Servers[0].Stale, ls.lists.Load())
+	}
+	h.clock.Advance(2 * time.Second)
+	list := h.toolsList(sid)
+	if got := toolNames(list); !slices.Equal(got, []string{"a", "b"}) || list.Servers[0].Stale {
+		t.Errorf("after the cooldown: tools %v stale %v, want a and b, current", got, list.Servers[0].Stale)
+	}
+}
