@@ -198,6 +198,8 @@ type ToolsCallParams struct {
 	SandboxState json.RawMessage            `json:"sandboxState,omitempty"`
 	Meta         map[string]json.RawMessage `json:"meta,omitempty"`
 	TimeoutMs    int64                      `json:"timeoutMs,omitempty"`
+	// Task asks for a task-augmented call ({} or {"ttl": ms}; see tasks.go).
+	Task json.RawMessage `json:"task,omitempty"`
 }
 
 // ServerRequestParams are the params of requests aimed at one server

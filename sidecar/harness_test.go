@@ -220,6 +220,12 @@ func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.Err
 // returns it.
 func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) hostclient.Notification {
 	h.t.Helper()
+	return h.waitForSince(0, what, pred)
+}
+
+// waitForSince is waitFor among the notifications from index since on.
+func (h *harness) waitForSince(since int, what string, pred func(hostclient.Notification) bool) hostclient.Notification {
+	h.t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	stop := time.AfterFunc(testTimeout, func() {
 		h.mu.Lock()
@@ -230,7 +236,7 @@ func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
-		for _, n := range h.notes {
+		for _, n := range h.notes[min(since, len(h.notes)):] {
 			if pred(n) {
 				return n
 			}

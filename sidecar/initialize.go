@@ -238,6 +238,14 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.serversReconnect, true
 	case protocol.MethodServersStatus:
 		return s.serversStatus, true
+	case protocol.MethodResourcesSubscribe:
+		return s.resourcesSubscribe, true
+	case protocol.MethodResourcesUnsubscribe:
+		return s.resourcesUnsubscribe, true
+	case protocol.MethodTasksGet, protocol.MethodTasksResult, protocol.MethodTasksCancel:
+		return s.taskMethod(name), true
+	case protocol.MethodTasksList:
+		return s.tasksList, true
 	}
 	return nil, false
 }

@@ -132,6 +132,9 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	if err := sc.checkBinding(bound); err != nil {
 		return result{}, err
 	}
+	if err := checkTaskMode(sc, bound, p.Task); err != nil {
+		return result{}, err
+	}
 
 	sc.mu.Lock()
 	capability := sc.sandboxCap
@@ -173,7 +176,12 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 	defer cancel()
-	raw, err := conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	var raw json.RawMessage
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		raw, err = conn.CallToolTask(callCtx, bound.Name, p.Arguments, meta, p.Task)
+	} else {
+		raw, err = conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	}
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
 			return result{}, protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,

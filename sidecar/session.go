@@ -99,6 +99,9 @@ type serverConn struct {
 	startedAt  time.Time
 	sandboxCap sandbox.Capability
 	progress   map[string]json.RawMessage // progress tokens of calls in flight
+	// subscribed are the URIs the session subscribed to on this server
+	// (subscriptions.go); every new connection subscribes to them again.
+	subscribed map[string]bool
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -185,6 +188,7 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			scopeKey:   catalog.ScopeKey(name, cfg, s.opts.Env, p.Scope, sess.fallbackCwd(cfg)),
 			catalogSrc: protocol.CatalogNone,
 			progress:   map[string]json.RawMessage{},
+			subscribed: map[string]bool{},
 		}
 		sess.servers[name] = sc
 		switch {
@@ -529,6 +533,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 		conn.Close()
 		return nil, nil, err
 	}
+	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
 	// it; later ones leave the catalog stale.
