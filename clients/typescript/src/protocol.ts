@@ -203,6 +203,11 @@ export interface ToolsCallParams {
   };
   /** Call timeout; the smaller of this and tool_timeout_sec applies. */
   timeoutMs?: number;
+  /** Call the tool as a task (MCP tasks): {} or {ttl} in milliseconds. The result is then the server's CreateTaskResult. */
+  task?: {
+    ttl?: number;
+    [key: string]: unknown;
+  };
 }
 
 /** The server's CallToolResult as it sent it. */
@@ -475,6 +480,58 @@ export interface ElicitationCompleteParams {
   elicitationId: string;
 }
 
+export interface ResourceSubscribeParams {
+  /** The session, as session/open returned it. */
+  sessionId: string;
+  /** A server name from initialize's servers. */
+  server: string;
+  /** The resource's URI. */
+  uri: string;
+}
+
+export interface ResourceUpdatedParams {
+  sessionId: string;
+  server: string;
+  /** The updated resource, as the server named it (it may be a part of a subscribed one). */
+  uri: string;
+}
+
+export interface TaskParams {
+  /** The session, as session/open returned it. */
+  sessionId: string;
+  /** A server name from initialize's servers. */
+  server: string;
+  /** The taskId of the server's CreateTaskResult. */
+  taskId: string;
+}
+
+export interface TasksListParams {
+  /** The session, as session/open returned it. */
+  sessionId: string;
+  /** A server name from initialize's servers. */
+  server: string;
+  /** The previous page's nextCursor. */
+  cursor?: string;
+}
+
+export interface TaskStatusParams {
+  sessionId: string;
+  server: string;
+  /** The server's notifications/tasks/status params as it sent them (MCP's Task: taskId, status, statusMessage?, ...). */
+  params: { [key: string]: unknown };
+}
+
+/** The server's CreateTaskResult as it sent it: the answer to a tools/call with task. */
+export interface CreateTaskResult {
+  task: {
+    taskId: string;
+    status: string;
+    [key: string]: unknown;
+  };
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
 /** Requests from the host to the sidecar: params and result of each method. */
 export interface RequestMap {
   /** Configures the sidecar: servers, features, launcher, limits. First request, once. */
@@ -485,8 +542,8 @@ export interface RequestMap {
   "session/close": { params: SessionParams; result: EmptyResult };
   /** The session catalog; waits for startups in flight and refreshes stale catalogs first. */
   "tools/list": { params: ToolsListParams; result: ToolsListResult };
-  /** Calls one tool; the result is the server's CallToolResult as received. */
-  "tools/call": { params: ToolsCallParams; result: CallToolResult };
+  /** Calls one tool; the result is the server's CallToolResult as received (with task: its CreateTaskResult). */
+  "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult };
   /** One page of a server's resources, or every page with all. */
   "resources/list": { params: ServerRequestParams; result: ResourcesListResult };
   /** One page of a server's resource templates, or every page with all. */
@@ -509,6 +566,18 @@ export interface RequestMap {
   "servers/status": { params: SessionParams; result: ServersStatusResult };
   /** Ends every session; exit follows. */
   "shutdown": { params: Null; result: Null };
+  /** Subscribes the session to a resource of a server: its updates reach the host as mcp/resourceUpdated, across reconnects and restarts, until resources/unsubscribe or the session's end. */
+  "resources/subscribe": { params: ResourceSubscribeParams; result: EmptyResult };
+  /** Ends the session's subscription to a resource of a server. */
+  "resources/unsubscribe": { params: ResourceSubscribeParams; result: EmptyResult };
+  /** The state of a server's task (MCP tasks/get), as the server answered. */
+  "tasks/get": { params: TaskParams; result: MCPResult };
+  /** The result of a server's task (MCP tasks/result), as the server answered; the server may hold it until the task ends. */
+  "tasks/result": { params: TaskParams; result: MCPResult };
+  /** One page of a server's tasks (MCP tasks/list), as the server answered. */
+  "tasks/list": { params: TasksListParams; result: MCPResult };
+  /** Cancels a server's task (MCP tasks/cancel); the result is the server's. */
+  "tasks/cancel": { params: TaskParams; result: MCPResult };
 }
 
 /** Requests from the sidecar to the host: params and the result the host answers. */
@@ -537,6 +606,10 @@ export interface SidecarNotificationMap {
   "$/cancelRequest": CancelParams;
   /** A server finished a URL elicitation out of band (notifications/elicitation/complete). */
   "mcp/elicitationComplete": ElicitationCompleteParams;
+  /** A subscribed resource of a server changed (notifications/resources/updated). */
+  "mcp/resourceUpdated": ResourceUpdatedParams;
+  /** A server's task changed state (notifications/tasks/status). */
+  "mcp/taskStatus": TaskStatusParams;
 }
 
 /** Notifications from the host to the sidecar: the params of each. */
@@ -594,6 +667,12 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "servers/reconnect": ["unknown_session","unknown_server","server_not_ready","startup_timeout","session_closed","startup_superseded"],
   "servers/status": ["unknown_session"],
   "shutdown": [],
+  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/get": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/result": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
 };
 
 /** The error kinds any request may get. */
