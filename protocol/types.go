@@ -115,6 +115,9 @@ type InitializeParams struct {
 type LauncherStatus struct {
 	Status string `json:"status"` // "verified" or "unavailable"
 	Reason string `json:"reason,omitempty"`
+	// Path is the file advertised as codex/sandbox-launcher when verified:
+	// the candidate with its symlinks resolved.
+	Path string `json:"path,omitempty"`
 }
 
 type SidecarCapabilities struct {

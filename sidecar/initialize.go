@@ -39,7 +39,7 @@ type environment struct {
 	order        []string // server names, sorted
 	features     map[string]bool
 	hostCaps     protocol.HostCapabilities
-	launcher     launcherprobe.Result
+	launcher     *launcherprobe.Monitor
 	maxNameBytes int
 	maxPending   int
 	// maxServerRequests bounds each server's requests waiting on the host.
@@ -159,10 +159,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		env.disk = &catalog.DiskCache{Dir: cacheDir}
 	}
 
-	env.launcher = launcherprobe.Result{Status: launcherprobe.StatusUnavailable, Reason: "no launcher candidate given in initialize.launcher"}
-	if p.Launcher != nil && p.Launcher.CodexExecutable != "" {
-		env.launcher = s.opts.Prober.Probe(ctx, p.Launcher.CodexExecutable)
-	}
+	env.launcher = s.newLauncher(ctx, params)
 
 	s.mu.Lock()
 	s.env = env
@@ -170,6 +167,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	s.initializing = false
 	s.mu.Unlock()
 
+	launcher := env.launcher.Current()
 	features := []string{}
 	for _, f := range knownFeatures {
 		if env.feature(f) {
@@ -180,17 +178,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
 		ProtocolVersion: protocol.Version,
 		Capabilities:    protocol.SidecarCapabilities{Features: features},
-		Launcher:        env.launcher.Report(),
+		Launcher:        launcher.Report(),
 		Servers:         append([]string{}, env.order...), // [] when none, never null
 	}}, nil
-}
-
-// launcherPath is the verified launcher, or "".
-func (e *environment) launcherPath() string {
-	if e.launcher.Status == launcherprobe.StatusVerified {
-		return e.launcher.Path
-	}
-	return ""
 }
 
 func (s *Server) environment() *environment {

@@ -139,8 +139,10 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	sc.mu.Lock()
 	capability := sc.sandboxCap
 	sc.mu.Unlock()
+	// The launcher's file is checked again only for a call that would
+	// carry it: a file changed since it was verified is not advertised.
 	launcher := ""
-	if conn.Transport() == config.TransportStdio {
+	if conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
 		launcher = sess.env.launcherPath()
 	}
 	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
@@ -696,14 +698,17 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: sess.env.launcher.Report()}
+	launcher := sess.env.launcher.Current().Report()
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
 	for _, sc := range sess.allServers() {
-		res.Servers = append(res.Servers, sc.status())
+		res.Servers = append(res.Servers, sc.status(launcher))
 	}
 	return result{value: res}, nil
 }
 
-func (sc *serverConn) status() protocol.ServerStatus {
+// status reports sc; launcher is the sidecar's launcher verdict, which
+// applies to local stdio servers only.
+func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerStatus {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := protocol.ServerStatus{
@@ -727,8 +732,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
-		ls := sc.sess.env.launcher.Report()
-		st.Launcher = &ls
+		st.Launcher = &launcher
 	} else {
 		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
 	}
