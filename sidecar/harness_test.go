@@ -103,16 +103,8 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		Checker: schemaChecker(t),
-		OnNotification: func(n hostclient.Notification) {
-			h.mu.Lock()
-			h.notes = append(h.notes, n)
-			h.cond.Broadcast()
-			h.mu.Unlock()
-			if h.onNotification != nil {
-				h.onNotification(n)
-			}
-		},
+		Checker:        schemaChecker(t),
+		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
 				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
@@ -129,6 +121,18 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		}
 	})
 	return h
+}
+
+// record keeps a notification for waitFor and passes it to
+// onNotification.
+func (h *harness) record(n hostclient.Notification) {
+	h.mu.Lock()
+	h.notes = append(h.notes, n)
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	if h.onNotification != nil {
+		h.onNotification(n)
+	}
 }
 
 // schemaChecker returns a checker of the protocol schema for a test host:

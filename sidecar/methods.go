@@ -55,7 +55,8 @@ func (sess *Session) listing(scs []*serverConn) toolsListWire {
 	for _, sc := range scs {
 		want[sc.name] = true
 		sc.mu.Lock()
-		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
 			entry.Error = sc.lastErr
 		}
@@ -139,8 +140,10 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	sc.mu.Lock()
 	capability := sc.sandboxCap
 	sc.mu.Unlock()
+	// The launcher's file is checked again only for a call that would
+	// carry it: a file changed since it was verified is not advertised.
 	launcher := ""
-	if conn.Transport() == config.TransportStdio {
+	if conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
 		launcher = sess.env.launcherPath()
 	}
 	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
@@ -310,7 +313,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -657,6 +660,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if err != nil {
 		return result{}, err
 	}
+	if !sc.cfg.Valid() {
+		return result{}, invalidError(sc.name, sc.cfg)
+	}
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
 	}
@@ -696,14 +702,17 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: sess.env.launcher.Report()}
+	launcher := sess.env.launcher.Current().Report()
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
 	for _, sc := range sess.allServers() {
-		res.Servers = append(res.Servers, sc.status())
+		res.Servers = append(res.Servers, sc.status(launcher))
 	}
 	return result{value: res}, nil
 }
 
-func (sc *serverConn) status() protocol.ServerStatus {
+// status reports sc; launcher is the sidecar's launcher verdict, which
+// applies to local stdio servers only.
+func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerStatus {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := protocol.ServerStatus{
@@ -714,6 +723,16 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,
+
+		SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls,
+		Approval:                  approvalOf(sc.cfg),
+	}
+	if sc.cfg.Origin.Path != "" {
+		origin := originOf(sc.cfg.Origin)
+		st.Source = &origin
+	}
+	if !sc.cfg.Valid() {
+		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
@@ -727,8 +746,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
-		ls := sc.sess.env.launcher.Report()
-		st.Launcher = &ls
+		st.Launcher = &launcher
 	} else {
 		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
 	}
