@@ -15,15 +15,13 @@ const SERVER = 'conformance';
 
 const log = (...a) => console.log(`[adapter ${scenario}]`, ...a);
 
-/** The user accepts the form as offered: every field with a default gets it. */
-function acceptDefaults(params) {
-  const schema = params?.params?.requestedSchema ?? {};
-  const content = {};
-  for (const [name, prop] of Object.entries(schema.properties ?? {})) {
-    if (prop && 'default' in prop) content[name] = prop.default;
-  }
-  return { action: 'accept', content };
-}
+/**
+ * The user accepts the form as offered, changing nothing: the answer has no
+ * fields, and the sidecar (the MCP client the server sees) fills in the
+ * schema's defaults (SEP-1034). The host must not do it itself, or this
+ * scenario would test the adapter instead of the sidecar.
+ */
+const acceptAsOffered = () => ({ action: 'accept', content: {} });
 
 const host = new SidecarHost({
   servers: {
@@ -36,7 +34,7 @@ const host = new SidecarHost({
   capabilities: { elicitation: true },
   onElicit: (params) => {
     log('mcp/elicit', JSON.stringify(params));
-    return acceptDefaults(params);
+    return acceptAsOffered();
   },
 }).start();
 

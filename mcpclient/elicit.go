@@ -22,6 +22,7 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation params: " + err.Error()}
 	}
+	form := head.Mode == "" || head.Mode == "form"
 	switch head.Mode {
 	case "", "form":
 		if !c.opts.Elicitation {
@@ -34,13 +35,15 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unsupported elicitation mode %q", head.Mode)}
 	}
-	raw, err := c.opts.Handlers.Elicit(ctx, params)
+	raw, typed, err := hostAnswer[mcp.ElicitResult](c.opts.Handlers.Elicit(ctx, params))
 	if err != nil {
-		return nil, wireError(err)
+		return nil, err
 	}
-	var typed mcp.ElicitResult
-	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's elicitation answer is not an ElicitResult"}
+	if form {
+		if raw, err = completeForm(params, raw); err != nil {
+			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, "err", err)
+			return nil, err
+		}
 	}
-	return rawElicitResult{&typed, raw}, nil
+	return rawElicitResult{typed, raw}, nil
 }

@@ -110,22 +110,41 @@ type InitializeParams struct {
 	Features map[string]bool `json:"features,omitempty"`
 	Launcher *LauncherParams `json:"launcher,omitempty"`
 	Limits   *Limits         `json:"limits,omitempty"`
+	// ConfigDiscovery finds the config files of Codex, Claude Code, Cursor
+	// and VS Code; they are read before configFiles.
+	ConfigDiscovery *ConfigDiscovery `json:"configDiscovery,omitempty"`
 }
 
 type LauncherStatus struct {
 	Status string `json:"status"` // "verified" or "unavailable"
 	Reason string `json:"reason,omitempty"`
+	// Path is the file advertised as codex/sandbox-launcher when verified:
+	// the candidate with its symlinks resolved.
+	Path string `json:"path,omitempty"`
 }
 
 type SidecarCapabilities struct {
 	Features []string `json:"features"`
 }
 
+// Version is the host protocol's version, sent as
+// initialize.protocolVersion. It changes only with a change that could
+// break a host (docs/protocol.md, "Versioning"); additions keep it.
+const Version = 1
+
 type InitializeResult struct {
-	ServerInfo   Implementation      `json:"serverInfo"`
-	Capabilities SidecarCapabilities `json:"capabilities"`
-	Launcher     LauncherStatus      `json:"launcher"`
-	Servers      []string            `json:"servers"`
+	ServerInfo Implementation `json:"serverInfo"`
+	// ProtocolVersion is Version.
+	ProtocolVersion int                 `json:"protocolVersion"`
+	Capabilities    SidecarCapabilities `json:"capabilities"`
+	Launcher        LauncherStatus      `json:"launcher"`
+	Servers         []string            `json:"servers"`
+	// Config says what was read: sources, errors (each invalid server's
+	// among them), warnings and replaced definitions.
+	Config ConfigReport `json:"config"`
+	// UnknownFeatures are names of initialize.features the sidecar does
+	// not know (they are ignored).
+	UnknownFeatures []string `json:"unknownFeatures,omitempty"`
 }
 
 type SessionOpenParams struct {
@@ -167,6 +186,10 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Approval is the approval mode configured for the tool (its
+	// approval_mode, else the server's default_tools_approval_mode); absent
+	// when neither is set.
+	Approval string `json:"approval,omitempty"`
 }
 
 type ServerCatalog struct {
@@ -175,6 +198,8 @@ type ServerCatalog struct {
 	Catalog string `json:"catalog"`
 	Stale   bool   `json:"stale,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// SupportsParallelToolCalls is the server's supports_parallel_tool_calls.
+	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
 }
 
 type ToolsListResult struct {
@@ -191,6 +216,8 @@ type ToolsCallParams struct {
 	SandboxState json.RawMessage            `json:"sandboxState,omitempty"`
 	Meta         map[string]json.RawMessage `json:"meta,omitempty"`
 	TimeoutMs    int64                      `json:"timeoutMs,omitempty"`
+	// Task asks for a task-augmented call ({} or {"ttl": ms}; see tasks.go).
+	Task json.RawMessage `json:"task,omitempty"`
 }
 
 // ServerRequestParams are the params of requests aimed at one server
@@ -238,6 +265,19 @@ type ServerStatus struct {
 	LastError       string          `json:"lastError,omitempty"`
 	Launcher        *LauncherStatus `json:"launcher,omitempty"`
 	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+	// Source is where the server's definition came from.
+	Source *ConfigOrigin `json:"source,omitempty"`
+	// ConfigErrors are the errors of an invalid server's definition.
+	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
+	// SupportsParallelToolCalls and Approval are configuration the host
+	// enforces (supports_parallel_tool_calls, the approval modes).
+	SupportsParallelToolCalls bool            `json:"supportsParallelToolCalls,omitempty"`
+	Approval                  *ServerApproval `json:"approval,omitempty"`
+	// SkippedStdoutLines counts the lines of a stdio server's stdout that
+	// were not JSON-RPC (a server that prints logs on stdout): it works,
+	// with a warning. FirstSkippedStdoutLine is the first of them.
+	SkippedStdoutLines     int    `json:"skippedStdoutLines,omitempty"`
+	FirstSkippedStdoutLine string `json:"firstSkippedStdoutLine,omitempty"`
 }
 
 type ServersStatusResult struct {

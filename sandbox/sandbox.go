@@ -1,7 +1,8 @@
 // Package sandbox decides which sandbox request metadata a forwarded MCP
 // tools/call carries: it detects whether a server opted in, validates the
 // host's opaque policy, and builds the call's _meta so that the policy
-// reaches the server with the bytes the host sent (DESIGN.md 4.6, 4.8).
+// reaches the server with the bytes the host sent (docs/protocol.md,
+// "Sandbox metadata" and "Authority and binding").
 //
 // Everything here is a pure function of its arguments. Nothing is remembered
 // between calls, so one call's policy or launcher can never leak into

@@ -10,7 +10,8 @@ import (
 
 // TestCheckBinding: a call is dispatched only to the definition it was
 // bound to; a tool that changed or disappeared in between is refused with
-// -32016, never sent to whatever now carries its name (DESIGN.md 4.8).
+// -32016, never sent to whatever now carries its name (docs/protocol.md,
+// "Authority and binding").
 func TestCheckBinding(t *testing.T) {
 	def := func(raw string) catalog.Tool {
 		return catalog.Tool{Server: "s", Name: "run", Raw: json.RawMessage(raw)}

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -102,15 +103,8 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		OnNotification: func(n hostclient.Notification) {
-			h.mu.Lock()
-			h.notes = append(h.notes, n)
-			h.cond.Broadcast()
-			h.mu.Unlock()
-			if h.onNotification != nil {
-				h.onNotification(n)
-			}
-		},
+		Checker:        schemaChecker(t),
+		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
 				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
@@ -129,10 +123,42 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 	return h
 }
 
+// record keeps a notification for waitFor and passes it to
+// onNotification.
+func (h *harness) record(n hostclient.Notification) {
+	h.mu.Lock()
+	h.notes = append(h.notes, n)
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	if h.onNotification != nil {
+		h.onNotification(n)
+	}
+}
+
+// schemaChecker returns a checker of the protocol schema for a test host:
+// when the test ends (after the host's own cleanups and deferred closes,
+// which were registered later), every message it saw must have matched.
+func schemaChecker(t *testing.T) *schema.Checker {
+	t.Helper()
+	c, err := schema.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Err(); err != nil {
+			t.Errorf("messages that do not match schema/protocol.schema.json (schema/README.md says how to add an entry):\n%v", err)
+		}
+	})
+	return c
+}
+
 // initialize sends initialize with the given servers (and extra params).
 func (h *harness) initialize(servers map[string]*config.ServerConfig, extra map[string]any) protocol.InitializeResult {
 	h.t.Helper()
-	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "servers": servers, "cacheDir": h.cacheDir}
+	params := map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": h.cacheDir}
+	if servers != nil {
+		params["servers"] = servers
+	}
 	for k, v := range extra {
 		params[k] = v
 	}
@@ -198,6 +224,12 @@ func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.Err
 // returns it.
 func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) hostclient.Notification {
 	h.t.Helper()
+	return h.waitForSince(0, what, pred)
+}
+
+// waitForSince is waitFor among the notifications from index since on.
+func (h *harness) waitForSince(since int, what string, pred func(hostclient.Notification) bool) hostclient.Notification {
+	h.t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	stop := time.AfterFunc(testTimeout, func() {
 		h.mu.Lock()
@@ -208,7 +240,7 @@ func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
-		for _, n := range h.notes {
+		for _, n := range h.notes[min(since, len(h.notes)):] {
 			if pred(n) {
 				return n
 			}

@@ -24,7 +24,8 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// Tests of lazy stdio startup (DESIGN.md 4.3, mcp_lazy_stdio_startup).
+// Tests of lazy stdio startup (docs/protocol.md, "Disk cache and lazy
+// startup"; mcp_lazy_stdio_startup).
 
 var lazyFeature = map[string]bool{"mcp_lazy_stdio_startup": true}
 

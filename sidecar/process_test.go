@@ -130,7 +130,7 @@ func TestShutdownExitLeavesNoProcess(t *testing.T) {
 	p := startSidecarProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 	defer c.Close()
 	pid := openWithServer(t, ctx, c, fixture.Spec{})
 	if err := c.Call(ctx, protocol.MethodShutdown, nil, nil); err != nil {
@@ -151,7 +151,7 @@ func TestStdinEOFLeavesNoProcess(t *testing.T) {
 	p := startSidecarProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 	pid := openWithServer(t, ctx, c, fixture.Spec{})
 	p.stdin.Close()
 	if code := p.wait(t); code != 1 {

@@ -15,7 +15,7 @@ import (
 const maxOvertakenListings = 5
 
 // listState is the tools/list_changed bookkeeping of one server connection
-// (DESIGN.md 4.4). Guarded by serverConn.mu.
+// (docs/protocol.md, "tools/list_changed"). Guarded by serverConn.mu.
 type listState struct {
 	// changes counts list_changed notifications in transport order;
 	// listed is the value of changes when the catalog in use was listed.

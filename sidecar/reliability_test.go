@@ -364,7 +364,7 @@ func TestNoOrphans(t *testing.T) {
 				p := startSidecarProcess(t)
 				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 				defer cancel()
-				c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+				c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 				defer c.Close()
 
 				pidFile := tempFile(t, "pid")
@@ -411,7 +411,7 @@ func TestChildEnvironmentIsAllowlistPlusConfigured(t *testing.T) {
 	p := startSidecarProcess(t, "SIDECAR_SECRET_TOKEN="+secret, "PASSED_THROUGH=passed", "LANG=C.UTF-8", "TZ=UTC")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 	defer c.Close()
 	cfg := fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("env", "env")}})
 	cfg.Env["CONFIGURED"] = "configured-value"

@@ -155,3 +155,41 @@ func TestBadHostCapabilitiesAreRefused(t *testing.T) {
 		h.wantCode(err, protocol.CodeInvalidParams)
 	}
 }
+
+// When the host accepts a form and leaves fields out, the server gets the
+// schema's defaults for them (SEP-1034) and the host's own values as they
+// were; an answer that does not match the schema is refused to the server.
+func TestElicitationDefaultsAndValidation(t *testing.T) {
+	const schema = `{"type":"object","properties":{"name":{"type":"string","default":"John Doe"},"age":{"type":"integer","default":30},"verified":{"type":"boolean","default":true}}}`
+	for _, c := range []struct {
+		name    string
+		content map[string]any
+		want    string // in the response line the server read
+	}{
+		{"defaults filled", map[string]any{"age": 41}, `"content":{"age":41,"name":"John Doe","verified":true}`},
+		{"invalid refused", map[string]any{"age": "forty"}, `does not match requested schema`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := tempFile(t, "raw.log")
+			h := newHarness(t)
+			h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+				return map[string]any{"action": "accept", "content": c.content}, nil
+			}
+			spec := fixture.Spec{RawLogFile: raw, Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
+			open := h.open(map[string]any{"startup": "eager"})
+			if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}}); err != nil {
+				t.Fatal(err)
+			}
+			var answer string
+			for _, line := range fixture.ReadLines(raw) {
+				if strings.Contains(line, `"action"`) || strings.Contains(line, `"error"`) {
+					answer = line
+				}
+			}
+			if !strings.Contains(answer, c.want) {
+				t.Errorf("the server read %s; want it to contain %s", answer, c.want)
+			}
+		})
+	}
+}

@@ -88,7 +88,8 @@ type serverConn struct {
 	sess *Session
 	name string
 	cfg  *config.ServerConfig
-	// scopeKey is the discovery scope (DESIGN.md 4.2).
+	// scopeKey is the discovery scope (docs/protocol.md, "Sessions, startup and
+	// the discovery scope").
 	scopeKey string
 
 	mu         sync.Mutex
@@ -102,6 +103,9 @@ type serverConn struct {
 	startedAt  time.Time
 	sandboxCap sandbox.Capability
 	progress   map[string]json.RawMessage // progress tokens of calls in flight
+	// subscribed are the URIs the session subscribed to on this server
+	// (subscriptions.go); every new connection subscribes to them again.
+	subscribed map[string]bool
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -188,9 +192,12 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			scopeKey:   catalog.ScopeKey(name, cfg, s.opts.Env, p.Scope, sess.fallbackCwd(cfg)),
 			catalogSrc: protocol.CatalogNone,
 			progress:   map[string]json.RawMessage{},
+			subscribed: map[string]bool{},
 		}
 		sess.servers[name] = sc
 		switch {
+		case !cfg.Valid():
+			sc.state = protocol.StateInvalid
 		case !cfg.IsEnabled():
 			sc.state = protocol.StateDisabled
 		case lazy && sess.loadDormant(sc):
@@ -532,6 +539,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 		conn.Close()
 		return nil, nil, err
 	}
+	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
 	// it; later ones leave the catalog stale, and then it is not cached.
@@ -615,7 +623,11 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	return catalog.FilterOf(sc.cfg).Apply(all)
+	tools := catalog.FilterOf(sc.cfg).Apply(all)
+	for i := range tools {
+		tools[i].Approval = sc.cfg.Approval(tools[i].Name)
+	}
+	return tools
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -787,6 +799,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.mu.Unlock()
 			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateInvalid:
+			sc.mu.Unlock()
+			return nil, invalidError(sc.name, sc.cfg)
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
@@ -837,8 +852,8 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 }
 
 // initializedConn returns a connection that has completed initialize,
-// without waiting for its first tools/list (early resource discovery,
-// DESIGN.md 4.5), and the startup attempt whose connection it is. It
+// without waiting for its first tools/list (docs/protocol.md, "Early
+// resource discovery"), and the startup attempt whose connection it is. It
 // reuses the startup's one connection and handshake; a startup that fails
 // or is cancelled passes its error on. A startup whose early discovery was
 // rejected (-32017) is not used early again: the retry waits for normal
@@ -967,7 +982,8 @@ func (sess *Session) server(name string) (*serverConn, error) {
 }
 
 // loadDormant fills sc from the disk cache when the server may stay dormant
-// in a lazy session (DESIGN.md 4.3) and reports whether it may.
+// in a lazy session (docs/protocol.md, "Disk cache and lazy
+// startup") and reports whether it may.
 func (sess *Session) loadDormant(sc *serverConn) bool {
 	cfg := sc.cfg
 	if cfg.Transport() != config.TransportStdio {

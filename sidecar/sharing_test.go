@@ -26,8 +26,9 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// Tests of DESIGN.md 4.2 (one tools/list per discovery scope) and of the
-// on-disk catalog of 4.3.
+// Tests of one tools/list per discovery scope and of the on-disk catalog
+// (docs/protocol.md, "Sessions, startup and the discovery scope" and "Disk
+// cache and lazy startup").
 //
 // Overlap is made real, not hoped for: every fixture listing blocks until
 // the test creates a gate file, and the test opens the gate only when all
@@ -723,7 +724,7 @@ func TestDiskCacheTwoSidecarProcesses(t *testing.T) {
 	var cars []sidecar
 	for range 2 {
 		p := startSidecarProcess(t)
-		c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{})
+		c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 		t.Cleanup(func() { c.Close() })
 		if err := c.Call(ctx, protocol.MethodInitialize, map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": cacheDir, "servers": servers}, nil); err != nil {
 			t.Fatal(err)

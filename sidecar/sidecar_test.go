@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 func TestRequestsBeforeInitialize(t *testing.T) {
@@ -32,20 +34,6 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	h.wantCode(err, protocol.CodeUnknownSession)
 	err = h.call(protocol.MethodInitialize, map[string]any{}, nil)
 	h.wantCode(err, protocol.CodeInvalidRequest)
-}
-
-func TestBadConfigIsInvalidParamsNamingServerAndKey(t *testing.T) {
-	h := newHarness(t)
-	err := h.call(protocol.MethodInitialize, map[string]any{
-		"clientInfo": map[string]any{"name": "test"},
-		"servers":    map[string]any{"both": map[string]any{"command": "x", "url": "http://127.0.0.1:1/mcp"}},
-	}, nil)
-	je, _ := h.wantCode(err, protocol.CodeInvalidParams)
-	if !strings.Contains(je.Message, `"both"`) || !strings.Contains(je.Message, "initialize") {
-		t.Errorf("message %q should name the source and the server", je.Message)
-	}
-	// A corrected initialize is accepted.
-	h.initialize(nil, nil)
 }
 
 // TestStartupEventOrdering: three servers, one slow, one failing, one fast.
@@ -693,4 +681,69 @@ func TestServerErrorForwarded(t *testing.T) {
 	if data.Server != "s" || data.Tool != "gone" {
 		t.Errorf("data %+v should name server and tool", data)
 	}
+}
+
+// TestEverySchemaMethodIsServed: every request of the protocol schema is a
+// method of the sidecar (the schema's tests check the other direction).
+func TestEverySchemaMethodIsServed(t *testing.T) {
+	m, err := schema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.initialize(nil, nil)
+	for _, r := range m.Meta.Requests {
+		if r.Method == protocol.MethodInitialize || r.Method == protocol.MethodShutdown {
+			continue // the lifecycle tests send these
+		}
+		err := h.call(r.Method, minimalInstance(t, m, r.Params), nil)
+		var je *jsonrpc2.Error
+		if errors.As(err, &je) && je.Code == protocol.CodeMethodNotFound {
+			t.Errorf("%s is in schema/protocol.schema.json but the sidecar does not serve it", r.Method)
+		}
+	}
+}
+
+// minimalInstance returns a value of the schema s (of model m) with only
+// its required members, each a placeholder: "none" for a string, the first
+// value of an enum, 0, false, {} or [].
+func minimalInstance(t *testing.T, m *schema.Model, s json.RawMessage) any {
+	t.Helper()
+	var sch struct {
+		Ref        string                     `json:"$ref"`
+		Type       any                        `json:"type"`
+		Enum       []any                      `json:"enum"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(s, &sch); err != nil {
+		t.Fatal(err)
+	}
+	if name, ok := strings.CutPrefix(sch.Ref, "#/$defs/"); ok {
+		return minimalInstance(t, m, m.Meta.Defs[name])
+	}
+	if len(sch.Enum) > 0 {
+		return sch.Enum[0]
+	}
+	typ, _ := sch.Type.(string)
+	if list, ok := sch.Type.([]any); ok && len(list) > 0 {
+		typ, _ = list[0].(string)
+	}
+	switch typ {
+	case "object":
+		obj := map[string]any{}
+		for _, k := range sch.Required {
+			obj[k] = minimalInstance(t, m, sch.Properties[k])
+		}
+		return obj
+	case "array":
+		return []any{}
+	case "string":
+		return "none"
+	case "integer", "number":
+		return 0
+	case "boolean":
+		return false
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // Notification is one notification from the sidecar.
@@ -36,6 +37,9 @@ type Options struct {
 	// MaxFrameBytes bounds a frame from the sidecar (a 50,000-tool catalog
 	// is over 100 MiB); zero means the protocol default.
 	MaxFrameBytes int64
+	// Checker, when set, checks every message in both directions against
+	// the protocol schema (tests set it; see schema.Checker).
+	Checker *schema.Checker
 }
 
 // Client is a connection to one sidecar.
@@ -55,6 +59,10 @@ type Client struct {
 // stdin).
 func New(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
 	c := &Client{opts: opts, inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	if opts.Checker != nil {
+		r = opts.Checker.Reader(schema.SidecarToHost, r)
+		w = opts.Checker.Writer(schema.HostToSidecar, w)
+	}
 	stream := protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes})
 	c.conn = jsonrpc2.NewConn(ctx, stream, handlerFunc(c.handle))
 	return c
