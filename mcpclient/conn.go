@@ -112,6 +112,13 @@ type Handlers struct {
 	// ServerRequestRefused is told that a server request was refused
 	// because MaxServerRequests were waiting already.
 	ServerRequestRefused func(method string, limit int)
+	// ElicitationComplete sees notifications/elicitation/complete.
+	ElicitationComplete func(elicitationID string)
+	// ResourceUpdated sees notifications/resources/updated.
+	ResourceUpdated func(uri string)
+	// TaskStatus sees notifications/tasks/status, params as received, in
+	// wire order.
+	TaskStatus func(params json.RawMessage)
 	// ListRoots answers roots/list with a ListRootsResult ({"roots":[...]}).
 	ListRoots           func(ctx context.Context) (json.RawMessage, error)
 	Progress            func(p *mcp.ProgressNotificationParams)
@@ -224,6 +231,11 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 				"notifications/tools/list_changed":     opts.Handlers.ToolListChanged,
 				"notifications/resources/list_changed": opts.Handlers.ResourceListChanged,
 			},
+			onNotifyParams: map[string]func(json.RawMessage){
+				// go-sdk does not know this notification: the read path
+				// is the only place that sees it.
+				"notifications/tasks/status": opts.Handlers.TaskStatus,
+			},
 		}
 	}
 
@@ -308,6 +320,16 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 	}
 	if h.ResourceListChanged != nil && !stdio {
 		o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { h.ResourceListChanged() }
+	}
+	if h.ElicitationComplete != nil {
+		o.ElicitationCompleteHandler = func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			h.ElicitationComplete(r.Params.ElicitationID)
+		}
+	}
+	if h.ResourceUpdated != nil {
+		o.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			h.ResourceUpdated(r.Params.URI)
+		}
 	}
 	if h.PromptListChanged != nil {
 		o.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { h.PromptListChanged() }

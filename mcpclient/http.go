@@ -75,12 +75,18 @@ type headerTransport struct {
 	// them (go-sdk's own handler runs on another goroutine and can lag
 	// behind that response).
 	onProgress func(*mcp.ProgressNotificationParams)
+	// onTaskStatus sees notifications/tasks/status on every event stream
+	// (go-sdk does not know that notification).
+	onTaskStatus func(json.RawMessage)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context()) // a RoundTripper must not modify its argument
 	for k, v := range t.headers {
 		req.Header[k] = v
+	}
+	if err := t.rewrite(req); err != nil {
+		return nil, err
 	}
 	var msg jsonrpc.Message
 	sink := sinkFrom(req.Context())
@@ -101,17 +107,55 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sink == nil || !sink.hasPending() || resp.Body == nil {
+	if resp.Body == nil {
 		return resp, nil
 	}
+	pending := sink != nil && sink.hasPending()
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch mt {
-	case "application/json":
+	switch {
+	case mt == "application/json" && pending:
 		resp.Body = &jsonBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg}
-	case "text/event-stream":
-		resp.Body = &sseBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg, onProgress: t.onProgress}
+	case mt == "text/event-stream" && (pending || t.onTaskStatus != nil):
+		if !pending {
+			sink = nil
+		}
+		resp.Body = &sseBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg, onProgress: t.onProgress, onTaskStatus: t.onTaskStatus}
 	}
 	return resp, nil
+}
+
+// rewrite applies the rewrite of the request's context (request.go) to
+// the JSON-RPC call in its body.
+func (t *headerTransport) rewrite(req *http.Request) error {
+	if req.Context().Value(rewriteKey{}) == nil || req.Method != http.MethodPost || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(body, int64(t.maxMsg)+1))
+	body.Close()
+	if err != nil {
+		return err
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	call, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		return nil
+	}
+	out, err := rewritten(req.Context(), call)
+	if err != nil || out == call {
+		return err
+	}
+	data, err = jsonrpc.EncodeMessage(out)
+	if err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(data))
+	req.ContentLength = int64(len(data))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	return nil
 }
 
 // send sends req with the session id the server knows now. A 404 for that
@@ -445,7 +489,8 @@ type sseBodyTap struct {
 	sink *rawSink
 	max  int
 
-	onProgress func(*mcp.ProgressNotificationParams)
+	onProgress   func(*mcp.ProgressNotificationParams)
+	onTaskStatus func(json.RawMessage)
 
 	line  []byte
 	data  []byte
@@ -475,7 +520,10 @@ func (b *sseBodyTap) endLine() {
 	if len(line) == 0 {
 		if !b.over && len(b.data) > 0 && (b.event == "" || b.event == "message") {
 			b.progress(b.data)
-			deliverRaw(b.sink, b.data)
+			b.taskStatus(b.data)
+			if b.sink != nil {
+				deliverRaw(b.sink, b.data)
+			}
 		}
 		b.data, b.event, b.over = b.data[:0], "", false
 		return
@@ -498,6 +546,19 @@ func (b *sseBodyTap) endLine() {
 }
 
 func (b *sseBodyTap) Close() error { return b.rc.Close() }
+
+// taskStatus hands a notifications/tasks/status event to onTaskStatus.
+func (b *sseBodyTap) taskStatus(data []byte) {
+	if b.onTaskStatus == nil || !bytes.Contains(data, []byte(`"notifications/tasks/status"`)) {
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || req.IsCall() || req.Method != "notifications/tasks/status" {
+		return
+	}
+	b.onTaskStatus(req.Params)
+}
 
 // progress hands a notifications/progress event to onProgress.
 func (b *sseBodyTap) progress(data []byte) {
@@ -535,7 +596,7 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 	client.Transport = &headerTransport{
 		base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes,
 		server: c.name, url: c.opts.Config.URL, logger: c.opts.Logger,
-		onProgress: c.opts.Handlers.Progress,
+		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
 	}
 	return &mcp.StreamableClientTransport{
 		Endpoint:   c.opts.Config.URL,

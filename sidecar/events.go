@@ -68,6 +68,11 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		ServerRequestRefused: func(method string, limit int) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%s from server %q refused: %d requests of it already wait for the host (limits.maxServerRequests)", method, sc.name, limit))
 		},
+		ElicitationComplete: func(id string) {
+			srv.notify(protocol.NotifyElicitationComplete, protocol.ElicitationCompleteParams{SessionID: sess.id, Server: sc.name, ElicitationID: id})
+		},
+		ResourceUpdated: sc.onResourceUpdated,
+		TaskStatus:      sc.onTaskStatus,
 		ToolListChanged: sc.onToolListChanged,
 		ResourceListChanged: func() {
 			sc.mu.Lock()

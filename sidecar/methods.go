@@ -54,7 +54,8 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 	for _, sc := range scs {
 		want[sc.name] = true
 		sc.mu.Lock()
-		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
 			entry.Error = sc.lastErr
 		}
@@ -135,12 +136,17 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	if err := sc.checkBinding(bound); err != nil {
 		return result{}, err
 	}
+	if err := checkTaskMode(sc, bound, p.Task); err != nil {
+		return result{}, err
+	}
 
 	sc.mu.Lock()
 	capability := sc.sandboxCap
 	sc.mu.Unlock()
+	// The launcher's file is checked again only for a call that would
+	// carry it: a file changed since it was verified is not advertised.
 	launcher := ""
-	if conn.Transport() == config.TransportStdio {
+	if conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
 		launcher = sess.env.launcherPath()
 	}
 	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
@@ -176,7 +182,12 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 	defer cancel()
-	raw, err := conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	var raw json.RawMessage
+	if len(p.Task) > 0 && string(p.Task) != "null" {
+		raw, err = conn.CallToolTask(callCtx, bound.Name, p.Arguments, meta, p.Task)
+	} else {
+		raw, err = conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
+	}
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
 			return result{}, protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
@@ -305,7 +316,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -652,6 +663,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if err != nil {
 		return result{}, err
 	}
+	if !sc.cfg.Valid() {
+		return result{}, invalidError(sc.name, sc.cfg)
+	}
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
 	}
@@ -691,10 +705,11 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: sess.env.launcher.Report()}
+	launcher := sess.env.launcher.Current().Report()
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
 	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
-		st := sc.status()
+		st := sc.status(launcher)
 		if sc.hasCatalog() {
 			n := size[sc.name]
 			tools, tokens := n[0], n[1]
@@ -706,7 +721,9 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	return result{value: res}, nil
 }
 
-func (sc *serverConn) status() protocol.ServerStatus {
+// status reports sc; launcher is the sidecar's launcher verdict, which
+// applies to local stdio servers only.
+func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerStatus {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := protocol.ServerStatus{
@@ -717,6 +734,16 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,
+
+		SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls,
+		Approval:                  approvalOf(sc.cfg),
+	}
+	if sc.cfg.Origin.Path != "" {
+		origin := originOf(sc.cfg.Origin)
+		st.Source = &origin
+	}
+	if !sc.cfg.Valid() {
+		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
@@ -730,8 +757,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
-		ls := sc.sess.env.launcher.Report()
-		st.Launcher = &ls
+		st.Launcher = &launcher
 	} else {
 		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
 	}

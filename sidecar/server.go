@@ -163,6 +163,10 @@ func (s *Server) stop() {
 	case <-time.After(replyGrace):
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
 	}
+	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
+	if env := s.environment(); env != nil {
+		env.launcher.Close()
+	}
 	s.conn.Close()
 }
 

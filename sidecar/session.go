@@ -110,6 +110,9 @@ type serverConn struct {
 	startedAt  time.Time
 	sandboxCap sandbox.Capability
 	progress   map[string]json.RawMessage // progress tokens of calls in flight
+	// subscribed are the URIs the session subscribed to on this server
+	// (subscriptions.go); every new connection subscribes to them again.
+	subscribed map[string]bool
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -196,9 +199,12 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			scopeKey:   catalog.ScopeKey(name, cfg, s.opts.Env, p.Scope, sess.fallbackCwd(cfg)),
 			catalogSrc: protocol.CatalogNone,
 			progress:   map[string]json.RawMessage{},
+			subscribed: map[string]bool{},
 		}
 		sess.servers[name] = sc
 		switch {
+		case !cfg.Valid():
+			sc.state = protocol.StateInvalid
 		case !cfg.IsEnabled():
 			sc.state = protocol.StateDisabled
 		case lazy && sess.loadDormant(sc):
@@ -540,6 +546,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 		conn.Close()
 		return nil, nil, err
 	}
+	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
 	// it; later ones leave the catalog stale.
@@ -600,7 +607,11 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	return catalog.FilterOf(sc.cfg).Apply(all)
+	tools := catalog.FilterOf(sc.cfg).Apply(all)
+	for i := range tools {
+		tools[i].Approval = sc.cfg.Approval(tools[i].Name)
+	}
+	return tools
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -772,6 +783,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.mu.Unlock()
 			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateInvalid:
+			sc.mu.Unlock()
+			return nil, invalidError(sc.name, sc.cfg)
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
