@@ -3,12 +3,15 @@ package peoplecli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
@@ -35,6 +38,10 @@ a terminal, plain lines otherwise, both on stderr) and prints a table:
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
   LAST STDERR the server's last stderr line, for a server that failed
 
+and the catalog cache folder's state: ok, absent (made at the first live
+listing), off (no folder), untrusted (another user's, or writable by group
+or others: the sidecar neither reads nor writes it) or unusable.
+
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
 Exit status: 0 when the config is valid and every required server started,
@@ -54,6 +61,7 @@ type doctorReport struct {
 	ConfigErrors []configError           `json:"configErrors"`
 	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
+	Cache        doctorCache             `json:"cache"`
 	Servers      []doctorServer          `json:"servers"`
 	OK           bool                    `json:"ok"`
 }
@@ -69,6 +77,33 @@ type configError struct {
 
 func configErrorOf(e *config.Error) configError {
 	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
+}
+
+// doctorCache is the catalog cache folder as the sidecar judges it.
+type doctorCache struct {
+	Dir string `json:"dir,omitempty"`
+	// Status is "ok", "absent" (created at the first live listing), "off"
+	// (no folder: XDG_CACHE_HOME and HOME unset), "untrusted" (another
+	// user's, or writable by group or others: refused, nothing read or
+	// written) or "unusable" (not a folder, unreadable).
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func checkCacheDir(dir string) doctorCache {
+	if dir == "" {
+		return doctorCache{Status: "off", Reason: "no cache directory (XDG_CACHE_HOME and HOME unset)"}
+	}
+	err := (&catalog.DiskCache{Dir: dir}).CheckDir()
+	switch {
+	case err == nil:
+		return doctorCache{Dir: dir, Status: "ok"}
+	case errors.Is(err, fs.ErrNotExist):
+		return doctorCache{Dir: dir, Status: "absent"}
+	case errors.Is(err, catalog.ErrUntrusted):
+		return doctorCache{Dir: dir, Status: "untrusted", Reason: err.Error()}
+	}
+	return doctorCache{Dir: dir, Status: "unusable", Reason: err.Error()}
 }
 
 type doctorServer struct {
@@ -109,6 +144,8 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 
 	l := loadConfig(env, files)
 	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	// Before the session: its live listings may create the folder.
+	rep.Cache = checkCacheDir(resolveCacheDir(env, *cacheDir))
 	for _, src := range l.sources {
 		rep.Files = append(rep.Files, src.Path)
 	}
@@ -282,6 +319,14 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 		fmt.Fprint(w, " (none given; try --launcher PATH)")
 	} else if rep.Launcher.Reason != "" {
 		fmt.Fprintf(w, " (%s)", rep.Launcher.Reason)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Catalog cache: %s", rep.Cache.Status)
+	if rep.Cache.Dir != "" {
+		fmt.Fprintf(w, ", %s", rep.Cache.Dir)
+	}
+	if rep.Cache.Reason != "" {
+		fmt.Fprintf(w, " (%s)", rep.Cache.Reason)
 	}
 	fmt.Fprintln(w)
 	var failed []doctorServer
