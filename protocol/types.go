@@ -110,6 +110,9 @@ type InitializeParams struct {
 	Features map[string]bool `json:"features,omitempty"`
 	Launcher *LauncherParams `json:"launcher,omitempty"`
 	Limits   *Limits         `json:"limits,omitempty"`
+	// ConfigDiscovery finds the config files of Codex, Claude Code, Cursor
+	// and VS Code; they are read before configFiles.
+	ConfigDiscovery *ConfigDiscovery `json:"configDiscovery,omitempty"`
 }
 
 type LauncherStatus struct {
@@ -136,6 +139,12 @@ type InitializeResult struct {
 	Capabilities    SidecarCapabilities `json:"capabilities"`
 	Launcher        LauncherStatus      `json:"launcher"`
 	Servers         []string            `json:"servers"`
+	// Config says what was read: sources, errors (each invalid server's
+	// among them), warnings and replaced definitions.
+	Config ConfigReport `json:"config"`
+	// UnknownFeatures are names of initialize.features the sidecar does
+	// not know (they are ignored).
+	UnknownFeatures []string `json:"unknownFeatures,omitempty"`
 }
 
 type SessionOpenParams struct {
@@ -177,6 +186,10 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Approval is the approval mode configured for the tool (its
+	// approval_mode, else the server's default_tools_approval_mode); absent
+	// when neither is set.
+	Approval string `json:"approval,omitempty"`
 }
 
 type ServerCatalog struct {
@@ -185,6 +198,8 @@ type ServerCatalog struct {
 	Catalog string `json:"catalog"`
 	Stale   bool   `json:"stale,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// SupportsParallelToolCalls is the server's supports_parallel_tool_calls.
+	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
 }
 
 type ToolsListResult struct {
@@ -250,6 +265,19 @@ type ServerStatus struct {
 	LastError       string          `json:"lastError,omitempty"`
 	Launcher        *LauncherStatus `json:"launcher,omitempty"`
 	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+	// Source is where the server's definition came from.
+	Source *ConfigOrigin `json:"source,omitempty"`
+	// ConfigErrors are the errors of an invalid server's definition.
+	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
+	// SupportsParallelToolCalls and Approval are configuration the host
+	// enforces (supports_parallel_tool_calls, the approval modes).
+	SupportsParallelToolCalls bool            `json:"supportsParallelToolCalls,omitempty"`
+	Approval                  *ServerApproval `json:"approval,omitempty"`
+	// SkippedStdoutLines counts the lines of a stdio server's stdout that
+	// were not JSON-RPC (a server that prints logs on stdout): it works,
+	// with a warning. FirstSkippedStdoutLine is the first of them.
+	SkippedStdoutLines     int    `json:"skippedStdoutLines,omitempty"`
+	FirstSkippedStdoutLine string `json:"firstSkippedStdoutLine,omitempty"`
 }
 
 type ServersStatusResult struct {

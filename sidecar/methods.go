@@ -55,7 +55,8 @@ func (sess *Session) listing(scs []*serverConn) toolsListWire {
 	for _, sc := range scs {
 		want[sc.name] = true
 		sc.mu.Lock()
-		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
 			entry.Error = sc.lastErr
 		}
@@ -312,7 +313,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -659,6 +660,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if err != nil {
 		return result{}, err
 	}
+	if !sc.cfg.Valid() {
+		return result{}, invalidError(sc.name, sc.cfg)
+	}
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
 	}
@@ -719,6 +723,16 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,
+
+		SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls,
+		Approval:                  approvalOf(sc.cfg),
+	}
+	if sc.cfg.Origin.Path != "" {
+		origin := originOf(sc.cfg.Origin)
+		st.Source = &origin
+	}
+	if !sc.cfg.Valid() {
+		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()

@@ -192,6 +192,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		}
 		sess.servers[name] = sc
 		switch {
+		case !cfg.Valid():
+			sc.state = protocol.StateInvalid
 		case !cfg.IsEnabled():
 			sc.state = protocol.StateDisabled
 		case lazy && sess.loadDormant(sc):
@@ -594,7 +596,11 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	return catalog.FilterOf(sc.cfg).Apply(all)
+	tools := catalog.FilterOf(sc.cfg).Apply(all)
+	for i := range tools {
+		tools[i].Approval = sc.cfg.Approval(tools[i].Name)
+	}
+	return tools
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -766,6 +772,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.mu.Unlock()
 			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateInvalid:
+			sc.mu.Unlock()
+			return nil, invalidError(sc.name, sc.cfg)
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
