@@ -26,7 +26,7 @@ func TestCmdDoctorGoodConfig(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("want exit 0: %s", r)
 	}
-	if !strings.Contains(r.stdout, "Config files read:\n  "+cfg+"\n") {
+	if !strings.Contains(r.stdout, "Config files read (later ones win):\n  "+cfg+": alpha, beta, gamma\n") {
 		t.Errorf("doctor does not say which file it read:\n%s", r.stdout)
 	}
 	header := "SERVER  "
@@ -242,7 +242,7 @@ func TestCmdDoctorDefaultFiles(t *testing.T) {
 	codexHome := t.TempDir()
 	t.Setenv("CODEX_HOME", codexHome)
 	r := runCmd(t, nil, "doctor")
-	if r.code != 1 || !strings.Contains(r.stdout, "No config file found. Looked for:\n  "+filepath.Join(codexHome, "config.toml")) {
+	if r.code != 1 || !strings.Contains(r.stdout, "No config file found. Looked for:\n  "+filepath.Join(codexHome, "config.toml")+" (Codex, user scope)") {
 		t.Errorf("without config files: %s", r)
 	}
 
@@ -253,7 +253,7 @@ func TestCmdDoctorDefaultFiles(t *testing.T) {
 	path := filepath.Join(codexHome, "config.toml")
 	writeFile(t, path, string(src), 0o600)
 	r = runCmd(t, nil, "doctor")
-	if r.code != 0 || !strings.Contains(r.stdout, "Config files read:\n  "+path) {
+	if r.code != 0 || !strings.Contains(r.stdout, "Config files read (later ones win):\n  "+path+" (Codex, user scope): alpha") {
 		t.Errorf("with CODEX_HOME/config.toml: %s", r)
 	}
 }

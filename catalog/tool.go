@@ -12,6 +12,9 @@ type Tool struct {
 	Name      string          // raw name: what goes back to the server
 	Qualified string          // mcp__<server>__<tool>, set by Qualify
 	Raw       json.RawMessage // the whole tool object as received
+	// Approval is the approval mode configured for the tool, added to its
+	// wire form for the host to enforce ("" when none is configured).
+	Approval string
 
 	Title, Description string
 
@@ -27,7 +30,7 @@ type Tool struct {
 // server's bytes and order, including members this version does not know
 // (such as execution): the host sees what the server published. Members
 // named "server" or "tool" in the server's object give way to the
-// sidecar's.
+// sidecar's, as does "approval" when one is configured (Approval).
 func (t *Tool) WireJSON() (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.Grow(len(t.Raw) + len(t.Qualified) + len(t.Server) + len(t.Name) + 32)
@@ -61,6 +64,10 @@ func (t *Tool) writeWire(b *bytes.Buffer, summary bool) error {
 	writeJSONString(b, t.Server)
 	b.WriteString(`,"tool":`)
 	writeJSONString(b, t.Name)
+	if t.Approval != "" {
+		b.WriteString(`,"approval":`)
+		writeJSONString(b, t.Approval)
+	}
 	dec := json.NewDecoder(bytes.NewReader(t.Raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("tool %q of server %q is not a JSON object", t.Name, t.Server)
@@ -78,6 +85,10 @@ func (t *Tool) writeWire(b *bytes.Buffer, summary bool) error {
 		switch key {
 		case "name", "server", "tool":
 			continue
+		case "approval":
+			if t.Approval != "" {
+				continue
+			}
 		case "inputSchema", "outputSchema", "inputSchemaBytes", "tokens":
 			if summary {
 				continue

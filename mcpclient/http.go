@@ -549,25 +549,35 @@ func (b *sseBodyTap) Close() error { return b.rc.Close() }
 
 // taskStatus hands a notifications/tasks/status event to onTaskStatus.
 func (b *sseBodyTap) taskStatus(data []byte) {
-	if b.onTaskStatus == nil || !bytes.Contains(data, []byte(`"notifications/tasks/status"`)) {
+	if b.onTaskStatus == nil {
 		return
+	}
+	if req, ok := notificationOf(data, "notifications/tasks/status"); ok {
+		b.onTaskStatus(req.Params)
+	}
+}
+
+// notificationOf returns the event data as the notification method, if it
+// is one (the cheap test first: most events are not).
+func notificationOf(data []byte, method string) (*jsonrpc.Request, bool) {
+	if !bytes.Contains(data, []byte(`"`+method+`"`)) {
+		return nil, false
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.IsCall() || req.Method != "notifications/tasks/status" {
-		return
+	if err != nil || !ok || req.IsCall() || req.Method != method {
+		return nil, false
 	}
-	b.onTaskStatus(req.Params)
+	return req, true
 }
 
 // progress hands a notifications/progress event to onProgress.
 func (b *sseBodyTap) progress(data []byte) {
-	if b.onProgress == nil || !bytes.Contains(data, []byte(`"notifications/progress"`)) {
+	if b.onProgress == nil {
 		return
 	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.IsCall() || req.Method != "notifications/progress" {
+	req, ok := notificationOf(data, "notifications/progress")
+	if !ok {
 		return
 	}
 	var p mcp.ProgressNotificationParams

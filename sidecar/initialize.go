@@ -97,13 +97,17 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	servers, notes, err := config.Load(p.ConfigFiles, p.Servers, s.opts.Env)
+	loaded, err := loadConfig(&p, s.opts.Env)
 	if err != nil {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid server configuration: "+err.Error())
+		return result{}, err
 	}
-	for _, n := range notes {
-		s.logger.Info("config", "note", n)
+	for _, e := range loaded.Errors {
+		s.logger.Warn("config error", "problem", e.Error())
 	}
+	for _, w := range loaded.Warnings {
+		s.logger.Info("config warning", "problem", w.Error())
+	}
+	servers := loaded.Servers
 	env := &environment{
 		servers:      servers,
 		features:     map[string]bool{},
@@ -135,13 +139,16 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)
+	var unknownFeatures []string
 	for name, on := range p.Features {
 		if !slices.Contains(knownFeatures, name) {
 			s.logger.Warn("unknown feature ignored", "feature", name)
+			unknownFeatures = append(unknownFeatures, name)
 			continue
 		}
 		env.features[name] = on
 	}
+	slices.Sort(unknownFeatures)
 	for name := range servers {
 		env.order = append(env.order, name)
 	}
@@ -180,6 +187,8 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		Capabilities:    protocol.SidecarCapabilities{Features: features},
 		Launcher:        launcher.Report(),
 		Servers:         append([]string{}, env.order...), // [] when none, never null
+		Config:          configReport(loaded),
+		UnknownFeatures: unknownFeatures,
 	}}, nil
 }
 
@@ -208,6 +217,10 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.toolsList, true
 	case protocol.MethodToolsCall:
 		return s.toolsCall, true
+	case protocol.MethodToolsSearch:
+		return s.toolsSearch, true
+	case protocol.MethodToolsGet:
+		return s.toolsGet, true
 	case protocol.MethodResourcesList:
 		return s.listMethod("resources"), true
 	case protocol.MethodResourceTemplates:

@@ -31,16 +31,15 @@ func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result,
 	}
 	// A catalog is right or it is not served: wait for startups in flight
 	// (each bounded by its own startup_timeout_sec).
-	if err := waitStarting(ctx, scs); err != nil {
+	if err := sess.current(ctx, scs); err != nil {
 		return result{}, err
 	}
-	for _, sc := range scs {
-		sc.refreshIfStale(ctx)
-	}
-	return result{value: sess.listing(scs)}, nil
+	schemas := p.Schemas == nil || *p.Schemas
+	return result{value: sess.listing(scs, schemas)}, nil
 }
 
-// listing renders the session catalog restricted to scs.
+// listing renders the session catalog restricted to scs, each tool with
+// its schemas or in its summary form (schemas: false).
 // toolsListWire is protocol.ToolsListResult as sent: each tool is the
 // server's object, rendered once per catalog change (catalog.WireJSON).
 type toolsListWire struct {
@@ -48,23 +47,28 @@ type toolsListWire struct {
 	Servers []protocol.ServerCatalog `json:"servers"`
 }
 
-func (sess *Session) listing(scs []*serverConn) toolsListWire {
+func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 	cat := sess.snapshot()
 	res := toolsListWire{Tools: []json.RawMessage{}, Servers: []protocol.ServerCatalog{}}
 	want := make(map[string]bool, len(scs))
 	for _, sc := range scs {
 		want[sc.name] = true
 		sc.mu.Lock()
-		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
 			entry.Error = sc.lastErr
 		}
 		sc.mu.Unlock()
 		res.Servers = append(res.Servers, entry)
 	}
+	forms := cat.wire
+	if !schemas {
+		forms = cat.summary
+	}
 	for i, t := range cat.tools {
 		if want[t.Server] {
-			res.Tools = append(res.Tools, cat.wire[i])
+			res.Tools = append(res.Tools, forms[i])
 		}
 	}
 	return res
@@ -312,7 +316,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -647,7 +651,7 @@ func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (re
 	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
 		return result{}, err
 	}
-	return result{value: sc.sess.listing([]*serverConn{sc})}, nil
+	return result{value: sc.sess.listing([]*serverConn{sc}, true)}, nil
 }
 
 func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (result, error) {
@@ -658,6 +662,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
+	}
+	if !sc.cfg.Valid() {
+		return result{}, invalidError(sc.name, sc.cfg)
 	}
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
@@ -700,8 +707,16 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	}
 	launcher := sess.env.launcher.Current().Report()
 	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
+	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
-		res.Servers = append(res.Servers, sc.status(launcher))
+		st := sc.status(launcher)
+		if sc.hasCatalog() {
+			n := size[sc.name]
+			tools, tokens := n[0], n[1]
+			st.Tools, st.Tokens = &tools, &tokens
+			res.Tokens += tokens
+		}
+		res.Servers = append(res.Servers, st)
 	}
 	return result{value: res}, nil
 }
@@ -719,6 +734,16 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,
+
+		SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls,
+		Approval:                  approvalOf(sc.cfg),
+	}
+	if sc.cfg.Origin.Path != "" {
+		origin := originOf(sc.cfg.Origin)
+		st.Source = &origin
+	}
+	if !sc.cfg.Valid() {
+		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -56,15 +57,25 @@ type Session struct {
 // sessionCatalog is the session's qualified view of all its servers' tools,
 // rebuilt whenever one server's tools change.
 type sessionCatalog struct {
-	tools  []catalog.Tool    // in server order, then the server's own order
-	wire   []json.RawMessage // tools[i] as tools/list shows it, rendered once per rebuild
-	byName map[string]toolRef
+	tools []catalog.Tool    // in server order, then the server's own order
+	wire  []json.RawMessage // tools[i] as tools/list shows it, rendered once per rebuild
+	// summary is tools[i] as tools/list with schemas: false shows it, and
+	// tokens the estimated tokens of wire[i].
+	summary []json.RawMessage
+	tokens  []int
+	byName  map[string]toolRef
+	// index ranks the catalog for tools/search. It is built by the
+	// session's first search; from then on every rebuild hands it the new
+	// catalog, so it is current before the next search.
+	index *search.Index
 }
 
 type toolRef struct {
-	sc   *serverConn
-	tool catalog.Tool
-	wire json.RawMessage
+	sc      *serverConn
+	tool    catalog.Tool
+	wire    json.RawMessage
+	summary json.RawMessage
+	tokens  int
 }
 
 // startAttempt is one startup of one server. done closes when it ends.
@@ -192,6 +203,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		}
 		sess.servers[name] = sc
 		switch {
+		case !cfg.Valid():
+			sc.state = protocol.StateInvalid
 		case !cfg.IsEnabled():
 			sc.state = protocol.StateDisabled
 		case lazy && sess.loadDormant(sc):
@@ -594,7 +607,11 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	return catalog.FilterOf(sc.cfg).Apply(all)
+	tools := catalog.FilterOf(sc.cfg).Apply(all)
+	for i := range tools {
+		tools[i].Approval = sc.cfg.Approval(tools[i].Name)
+	}
+	return tools
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -766,6 +783,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.mu.Unlock()
 			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateInvalid:
+			sc.mu.Unlock()
+			return nil, invalidError(sc.name, sc.cfg)
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
@@ -877,9 +897,12 @@ func waitStarting(ctx context.Context, scs []*serverConn) error {
 
 // rebuildCatalog recomputes the session's qualified names over every
 // server that has a catalog. Rebuilds are serialised, so an older view can
-// never overwrite a newer one, and each tool's wire form is reused from the
-// previous catalog when its name and bytes did not change: startup of many
-// servers does not re-render every tool once per server.
+// never overwrite a newer one, and each tool's rendered forms are reused
+// from the previous catalog when its name and bytes did not change:
+// startup of many servers does not re-render every tool once per server.
+// A search index, once a search has built one, is handed the new catalog
+// here: it follows every change (startup, refresh, list_changed,
+// reconnect) and reuses the analysis of what did not change.
 func (sess *Session) rebuildCatalog() {
 	sess.rebuildMu.Lock()
 	defer sess.rebuildMu.Unlock()
@@ -893,25 +916,65 @@ func (sess *Session) rebuildCatalog() {
 		sc.mu.Unlock()
 	}
 	catalog.Qualify(all, sess.env.maxNameBytes)
-	prev := sess.snapshot().byName
-	byName := make(map[string]toolRef, len(all))
-	wire := make([]json.RawMessage, len(all))
+	prev := sess.snapshot()
+	cat := sessionCatalog{
+		tools:   all,
+		wire:    make([]json.RawMessage, len(all)),
+		summary: make([]json.RawMessage, len(all)),
+		tokens:  make([]int, len(all)),
+		byName:  make(map[string]toolRef, len(all)),
+	}
 	for i, t := range all {
-		if old, ok := prev[t.Qualified]; ok && old.tool.Server == t.Server && string(old.tool.Raw) == string(t.Raw) {
-			wire[i] = old.wire
-		} else {
-			w, err := t.WireJSON()
-			if err != nil { // ParseTools accepted the object: cannot happen
-				sess.srv.logger.Error("rendering tool", "err", err)
-				w = json.RawMessage(`{}`)
-			}
-			wire[i] = w
+		ref, ok := prev.byName[t.Qualified]
+		if !ok || ref.tool.Server != t.Server || string(ref.tool.Raw) != string(t.Raw) {
+			ref = sess.render(t)
 		}
-		byName[t.Qualified] = toolRef{sc: sess.servers[t.Server], tool: t, wire: wire[i]}
+		ref.sc, ref.tool = sess.servers[t.Server], t
+		cat.wire[i], cat.summary[i], cat.tokens[i] = ref.wire, ref.summary, ref.tokens
+		cat.byName[t.Qualified] = ref
+	}
+	if prev.index != nil {
+		cat.index = prev.index.Update(all)
 	}
 	sess.mu.Lock()
-	sess.catalog = sessionCatalog{tools: all, wire: wire, byName: byName}
+	sess.catalog = cat
 	sess.mu.Unlock()
+}
+
+// render makes a tool's forms for tools/list, with and without schemas.
+func (sess *Session) render(t catalog.Tool) toolRef {
+	w, err := t.WireJSON()
+	if err != nil { // ParseTools accepted the object: cannot happen
+		sess.srv.logger.Error("rendering tool", "err", err)
+		w = json.RawMessage(`{}`)
+	}
+	tokens := catalog.EstimateTokens(w)
+	sum, err := t.SummaryJSON(tokens)
+	if err != nil {
+		sess.srv.logger.Error("rendering tool", "err", err)
+		sum = json.RawMessage(`{}`)
+	}
+	return toolRef{wire: w, summary: sum, tokens: tokens}
+}
+
+// searchIndex returns the index of the session catalog, building it at
+// the session's first search. The build holds rebuildMu, so no rebuild
+// can slip in between and leave the index behind the catalog.
+func (sess *Session) searchIndex() *search.Index {
+	if ix := sess.snapshot().index; ix != nil {
+		return ix
+	}
+	sess.rebuildMu.Lock()
+	defer sess.rebuildMu.Unlock()
+	cat := sess.snapshot()
+	if cat.index != nil {
+		return cat.index
+	}
+	ix := search.New(search.DefaultRanking()).Update(cat.tools)
+	sess.mu.Lock()
+	sess.catalog.index = ix
+	sess.mu.Unlock()
+	return ix
 }
 
 func (sess *Session) snapshot() sessionCatalog {

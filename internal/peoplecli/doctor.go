@@ -52,7 +52,7 @@ type doctorReport struct {
 	Files        []string                `json:"files"`
 	LookedFor    []string                `json:"lookedFor,omitempty"`
 	ConfigErrors []configError           `json:"configErrors"`
-	Notes        []string                `json:"notes,omitempty"`
+	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
 	Servers      []doctorServer          `json:"servers"`
 	OK           bool                    `json:"ok"`
@@ -62,7 +62,13 @@ type configError struct {
 	File    string `json:"file,omitempty"`
 	Server  string `json:"server,omitempty"`
 	Key     string `json:"key,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
+}
+
+func configErrorOf(e *config.Error) configError {
+	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
 }
 
 type doctorServer struct {
@@ -102,9 +108,18 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 
 	l := loadConfig(env, files)
-	rep := doctorReport{Files: nonNil(l.files), LookedFor: l.looked, ConfigErrors: []configError{}, Notes: l.notes, Servers: []doctorServer{}}
-	for _, e := range l.problems {
-		rep.ConfigErrors = append(rep.ConfigErrors, configError{File: e.File, Server: e.Server, Key: e.Key, Message: e.Message})
+	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	for _, src := range l.sources {
+		rep.Files = append(rep.Files, src.Path)
+	}
+	for _, src := range l.looked {
+		rep.LookedFor = append(rep.LookedFor, src.Describe())
+	}
+	for _, e := range l.problems() {
+		rep.ConfigErrors = append(rep.ConfigErrors, configErrorOf(e))
+	}
+	for _, e := range l.warnings() {
+		rep.Warnings = append(rep.Warnings, configErrorOf(e))
 	}
 	if !*asJSON {
 		l.describeSources(env.Stdout)
@@ -151,7 +166,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		}
 	}
 
-	rep.OK = len(l.problems) == 0 && (len(l.files) > 0 || len(files) > 0)
+	rep.OK = len(l.problems()) == 0 && l.found()
 	for _, name := range l.names {
 		ds := doctorServer{Name: name}
 		cfg := l.servers[name]
@@ -215,14 +230,17 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 }
 
 func printProblems(w io.Writer, l *loaded) {
-	if len(l.problems) > 0 {
-		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(l.problems))
-		for _, e := range l.problems {
+	if ps := l.problems(); len(ps) > 0 {
+		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(ps))
+		for _, e := range ps {
 			fmt.Fprintln(w, "  "+e.Error())
 		}
 	}
-	for _, n := range l.notes {
-		fmt.Fprintln(w, "note: "+n)
+	if ws := l.warnings(); len(ws) > 0 {
+		fmt.Fprintf(w, "\nConfig warnings (%d):\n", len(ws))
+		for _, e := range ws {
+			fmt.Fprintln(w, "  "+e.Error())
+		}
 	}
 	fmt.Fprintln(w)
 }

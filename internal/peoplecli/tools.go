@@ -81,11 +81,11 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 	l := loadConfig(env, files)
 	status := exitOK
-	if len(l.files) == 0 {
+	if !l.found() {
 		l.describeSources(stderr)
 		return exitFailure
 	}
-	for _, e := range l.problems {
+	for _, e := range l.problems() {
 		fmt.Fprintln(stderr, "config error:", e.Error())
 		status = exitFailure
 	}
