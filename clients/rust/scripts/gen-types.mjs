@@ -48,6 +48,17 @@ const snake = (s) => {
   return out;
 };
 
+/**
+ * The options of a union, or null: anyOf whose options only add
+ * constraints (required members) to a typed schema does not make a union.
+ */
+function unionOf(s) {
+  const options = s.anyOf ?? s.oneOf;
+  if (!options) return null;
+  const shapes = options.some((o) => o.type !== undefined || o.$ref || o.enum || o.properties);
+  return shapes ? options : null;
+}
+
 const items = []; // generated Rust items, in order
 const defined = new Map(); // type name -> {kind, defaultable, eq}
 const defPrefix = '#/$defs/';
@@ -71,7 +82,7 @@ function rustType(s, name, ctx) {
     defineEnum(name, s);
     return { t: name, def: false, eq: true };
   }
-  if (s.anyOf || s.oneOf) return untagged(name, s.anyOf ?? s.oneOf, s.description);
+  if (unionOf(s)) return untagged(name, unionOf(s), s.description);
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   if (types.length === 0) {
     if (ctx && EXACT_BYTES.has(ctx)) return { t: 'Box<RawValue>', def: false, eq: false };
@@ -120,10 +131,11 @@ function rustType(s, name, ctx) {
 
 function define(name, s) {
   if (defined.has(name)) return;
-  const isStruct = s.type === 'object' && !s.anyOf && !s.enum && (s.properties || s.additionalProperties === false);
+  const isStruct = s.type === 'object' && !unionOf(s) && !s.enum && (s.properties || s.additionalProperties === false);
   if (isStruct) return defineStruct(name, s);
   if (s.enum) return defineEnum(name, s);
-  if (s.anyOf || s.oneOf) return void untagged(name, s.anyOf ?? s.oneOf, s.description);
+  if (unionOf(s)) return void untagged(name, unionOf(s), s.description);
+  if (s.properties) throw new Error(`$defs/${name} has properties but is not an object type: the generator does not know its shape`);
   defined.set(name, { kind: 'pending', defaultable: true, eq: true }); // until its type is known
   const t = rustType(s, name, null);
   if (t.t === name) return; // the schema defined the type itself (anyOf)

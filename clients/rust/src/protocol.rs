@@ -108,6 +108,67 @@ pub struct Limits {
 
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigEnvVarsItemObjectSource {
+    /// `local`
+    Local,
+    /// `remote`
+    Remote,
+    Other(String),
+}
+
+impl ServerConfigEnvVarsItemObjectSource {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigEnvVarsItemObjectSource::Local => "local",
+            ServerConfigEnvVarsItemObjectSource::Remote => "remote",
+            ServerConfigEnvVarsItemObjectSource::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigEnvVarsItemObjectSource {
+    fn from(s: &str) -> Self {
+        match s {
+            "local" => ServerConfigEnvVarsItemObjectSource::Local,
+            "remote" => ServerConfigEnvVarsItemObjectSource::Remote,
+            other => ServerConfigEnvVarsItemObjectSource::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigEnvVarsItemObjectSource {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigEnvVarsItemObjectSource {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigEnvVarsItemObjectSource::from(s.as_str()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerConfigEnvVarsItemObject {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ServerConfigEnvVarsItemObjectSource>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ServerConfigEnvVarsItem {
+    Object(ServerConfigEnvVarsItemObject),
+    String(String),
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ServerConfigStartupReadiness {
     /// `connection`
     Connection,
@@ -150,7 +211,279 @@ impl<'de> Deserialize<'de> for ServerConfigStartupReadiness {
     }
 }
 
-/// One MCP server, with Codex's configuration keys. Unknown keys are errors (-32602 naming the server and key).
+/// Codex's authentication mode of an HTTP server.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigAuth {
+    /// `oauth`
+    Oauth,
+    /// `chatgpt`
+    Chatgpt,
+    Other(String),
+}
+
+impl ServerConfigAuth {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigAuth::Oauth => "oauth",
+            ServerConfigAuth::Chatgpt => "chatgpt",
+            ServerConfigAuth::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigAuth {
+    fn from(s: &str) -> Self {
+        match s {
+            "oauth" => ServerConfigAuth::Oauth,
+            "chatgpt" => ServerConfigAuth::Chatgpt,
+            other => ServerConfigAuth::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigAuth {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigAuth {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigAuth::from(s.as_str()))
+    }
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigOmitToolsFromItem {
+    /// `code_mode`
+    CodeMode,
+    /// `deferred`
+    Deferred,
+    /// `direct`
+    Direct,
+    Other(String),
+}
+
+impl ServerConfigOmitToolsFromItem {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigOmitToolsFromItem::CodeMode => "code_mode",
+            ServerConfigOmitToolsFromItem::Deferred => "deferred",
+            ServerConfigOmitToolsFromItem::Direct => "direct",
+            ServerConfigOmitToolsFromItem::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigOmitToolsFromItem {
+    fn from(s: &str) -> Self {
+        match s {
+            "code_mode" => ServerConfigOmitToolsFromItem::CodeMode,
+            "deferred" => ServerConfigOmitToolsFromItem::Deferred,
+            "direct" => ServerConfigOmitToolsFromItem::Direct,
+            other => ServerConfigOmitToolsFromItem::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigOmitToolsFromItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigOmitToolsFromItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigOmitToolsFromItem::from(s.as_str()))
+    }
+}
+
+/// Approval mode of the server's tools unless a tool sets its own (reported to the host).
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigDefaultToolsApprovalMode {
+    /// `auto`
+    Auto,
+    /// `prompt`
+    Prompt,
+    /// `writes`
+    Writes,
+    /// `approve`
+    Approve,
+    Other(String),
+}
+
+impl ServerConfigDefaultToolsApprovalMode {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigDefaultToolsApprovalMode::Auto => "auto",
+            ServerConfigDefaultToolsApprovalMode::Prompt => "prompt",
+            ServerConfigDefaultToolsApprovalMode::Writes => "writes",
+            ServerConfigDefaultToolsApprovalMode::Approve => "approve",
+            ServerConfigDefaultToolsApprovalMode::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigDefaultToolsApprovalMode {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ServerConfigDefaultToolsApprovalMode::Auto,
+            "prompt" => ServerConfigDefaultToolsApprovalMode::Prompt,
+            "writes" => ServerConfigDefaultToolsApprovalMode::Writes,
+            "approve" => ServerConfigDefaultToolsApprovalMode::Approve,
+            other => ServerConfigDefaultToolsApprovalMode::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigDefaultToolsApprovalMode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigDefaultToolsApprovalMode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigDefaultToolsApprovalMode::from(s.as_str()))
+    }
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigToolsValueApprovalMode {
+    /// `auto`
+    Auto,
+    /// `prompt`
+    Prompt,
+    /// `writes`
+    Writes,
+    /// `approve`
+    Approve,
+    Other(String),
+}
+
+impl ServerConfigToolsValueApprovalMode {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigToolsValueApprovalMode::Auto => "auto",
+            ServerConfigToolsValueApprovalMode::Prompt => "prompt",
+            ServerConfigToolsValueApprovalMode::Writes => "writes",
+            ServerConfigToolsValueApprovalMode::Approve => "approve",
+            ServerConfigToolsValueApprovalMode::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigToolsValueApprovalMode {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ServerConfigToolsValueApprovalMode::Auto,
+            "prompt" => ServerConfigToolsValueApprovalMode::Prompt,
+            "writes" => ServerConfigToolsValueApprovalMode::Writes,
+            "approve" => ServerConfigToolsValueApprovalMode::Approve,
+            other => ServerConfigToolsValueApprovalMode::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigToolsValueApprovalMode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigToolsValueApprovalMode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigToolsValueApprovalMode::from(s.as_str()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerConfigToolsValue {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ServerConfigToolsValueApprovalMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_limit: Option<i64>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// OAuth client of an HTTP server.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerConfigOauth {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_port: Option<i64>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Codex's top-level key, per server inline: where OAuth tokens are kept.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerConfigMcpOauthCredentialsStore {
+    /// `auto`
+    Auto,
+    /// `file`
+    File,
+    /// `keyring`
+    Keyring,
+    Other(String),
+}
+
+impl ServerConfigMcpOauthCredentialsStore {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerConfigMcpOauthCredentialsStore::Auto => "auto",
+            ServerConfigMcpOauthCredentialsStore::File => "file",
+            ServerConfigMcpOauthCredentialsStore::Keyring => "keyring",
+            ServerConfigMcpOauthCredentialsStore::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerConfigMcpOauthCredentialsStore {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ServerConfigMcpOauthCredentialsStore::Auto,
+            "file" => ServerConfigMcpOauthCredentialsStore::File,
+            "keyring" => ServerConfigMcpOauthCredentialsStore::Keyring,
+            other => ServerConfigMcpOauthCredentialsStore::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerConfigMcpOauthCredentialsStore {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerConfigMcpOauthCredentialsStore {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerConfigMcpOauthCredentialsStore::from(s.as_str()))
+    }
+}
+
+/// One MCP server, with the keys of Codex's McpServerConfig. Unknown keys are ignored and reported as warnings (initialize's config.warnings), with a hint; a definition with errors makes the server invalid.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerConfig {
     /// Program of a stdio server.
@@ -160,9 +493,9 @@ pub struct ServerConfig {
     pub args: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
-    /// Variables copied from the sidecar's environment.
+    /// Variables copied from the sidecar's environment: names, or Codex's {name, source} with source local or remote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env_vars: Option<Vec<String>>,
+    pub env_vars: Option<Vec<ServerConfigEnvVarsItem>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Endpoint of a Streamable HTTP server.
@@ -195,8 +528,113 @@ pub struct ServerConfig {
     pub startup_readiness: Option<ServerConfigStartupReadiness>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// OAuth scopes to request (HTTP servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scopes: Option<Vec<String>>,
+    /// Codex's header helper command: accepted, not run (a warning says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_headers_helper: Option<String>,
+    /// Codex's environment; only "local" exists for the sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
+    /// Codex's authentication mode of an HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<ServerConfigAuth>,
+    /// The server's tools may be called in parallel (reported to the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_parallel_tool_calls: Option<bool>,
+    /// Codex's model-facing surfaces to keep the tools off (carried, not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_tools_from: Option<Vec<ServerConfigOmitToolsFromItem>>,
+    /// Approval mode of the server's tools unless a tool sets its own (reported to the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_tools_approval_mode: Option<ServerConfigDefaultToolsApprovalMode>,
+    /// Per-tool settings by tool name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<BTreeMap<String, ServerConfigToolsValue>>,
+    /// OAuth resource (RFC 8707) of an HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth_resource: Option<String>,
+    /// OAuth client of an HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<ServerConfigOauth>,
+    /// Codex's legacy display name (ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Codex's top-level key, per server inline: where OAuth tokens are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_oauth_credentials_store: Option<ServerConfigMcpOauthCredentialsStore>,
+    /// Codex's top-level key, per server inline: the OAuth redirect port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_oauth_callback_port: Option<i64>,
+    /// Codex's top-level key, per server inline: the OAuth redirect URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_oauth_callback_url: Option<String>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConfigDiscoverySourcesItem {
+    /// `codex`
+    Codex,
+    /// `claude`
+    Claude,
+    /// `cursor`
+    Cursor,
+    /// `vscode`
+    Vscode,
+    Other(String),
+}
+
+impl ConfigDiscoverySourcesItem {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ConfigDiscoverySourcesItem::Codex => "codex",
+            ConfigDiscoverySourcesItem::Claude => "claude",
+            ConfigDiscoverySourcesItem::Cursor => "cursor",
+            ConfigDiscoverySourcesItem::Vscode => "vscode",
+            ConfigDiscoverySourcesItem::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ConfigDiscoverySourcesItem {
+    fn from(s: &str) -> Self {
+        match s {
+            "codex" => ConfigDiscoverySourcesItem::Codex,
+            "claude" => ConfigDiscoverySourcesItem::Claude,
+            "cursor" => ConfigDiscoverySourcesItem::Cursor,
+            "vscode" => ConfigDiscoverySourcesItem::Vscode,
+            other => ConfigDiscoverySourcesItem::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ConfigDiscoverySourcesItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigDiscoverySourcesItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ConfigDiscoverySourcesItem::from(s.as_str()))
+    }
+}
+
+/// Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigDiscovery {
+    /// Absolute working directory; project files are found from it up to the repository root.
+    pub cwd: String,
+    /// Only these tools (absent: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<ConfigDiscoverySourcesItem>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -209,19 +647,21 @@ pub struct InitializeParams {
     /// Folder of the catalog disk cache (default $XDG_CACHE_HOME/mcp-sidecar).
     #[serde(rename = "cacheDir", default, skip_serializing_if = "Option::is_none")]
     pub cache_dir: Option<String>,
-    /// Config files to read: Codex config.toml, .mcp.json, .vscode/mcp.json.
+    /// Config files to read (after configDiscovery): Codex config.toml, .mcp.json, .cursor/mcp.json, .vscode/mcp.json.
     #[serde(rename = "configFiles", default, skip_serializing_if = "Option::is_none")]
     pub config_files: Option<Vec<String>>,
-    /// Inline servers by name.
+    /// Inline servers by name, after configFiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers: Option<BTreeMap<String, ServerConfig>>,
-    /// Features to switch on or off by name; unknown names are ignored.
+    /// Features to switch on or off by name; unknown names are ignored and reported in unknownFeatures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<BTreeMap<String, bool>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<LauncherParams>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
+    #[serde(rename = "configDiscovery", default, skip_serializing_if = "Option::is_none")]
+    pub config_discovery: Option<ConfigDiscovery>,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -286,6 +726,265 @@ pub struct SidecarCapabilities {
     pub features: Vec<String>,
 }
 
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConfigSourceTool {
+    /// `codex`
+    Codex,
+    /// `claude`
+    Claude,
+    /// `cursor`
+    Cursor,
+    /// `vscode`
+    Vscode,
+    Other(String),
+}
+
+impl ConfigSourceTool {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ConfigSourceTool::Codex => "codex",
+            ConfigSourceTool::Claude => "claude",
+            ConfigSourceTool::Cursor => "cursor",
+            ConfigSourceTool::Vscode => "vscode",
+            ConfigSourceTool::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ConfigSourceTool {
+    fn from(s: &str) -> Self {
+        match s {
+            "codex" => ConfigSourceTool::Codex,
+            "claude" => ConfigSourceTool::Claude,
+            "cursor" => ConfigSourceTool::Cursor,
+            "vscode" => ConfigSourceTool::Vscode,
+            other => ConfigSourceTool::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ConfigSourceTool {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigSourceTool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ConfigSourceTool::from(s.as_str()))
+    }
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConfigSourceScope {
+    /// `user`
+    User,
+    /// `project`
+    Project,
+    /// `local`
+    Local,
+    Other(String),
+}
+
+impl ConfigSourceScope {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ConfigSourceScope::User => "user",
+            ConfigSourceScope::Project => "project",
+            ConfigSourceScope::Local => "local",
+            ConfigSourceScope::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ConfigSourceScope {
+    fn from(s: &str) -> Self {
+        match s {
+            "user" => ConfigSourceScope::User,
+            "project" => ConfigSourceScope::Project,
+            "local" => ConfigSourceScope::Local,
+            other => ConfigSourceScope::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ConfigSourceScope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigSourceScope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ConfigSourceScope::from(s.as_str()))
+    }
+}
+
+/// A source initialize read and the servers it defines.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigSource {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ConfigSourceTool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ConfigSourceScope>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    pub servers: Vec<String>,
+}
+
+/// One error or warning of the configuration: file is a path, or "initialize" for inline servers; line and column locate a parse error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigProblem {
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<i64>,
+    pub message: String,
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConfigOriginTool {
+    /// `codex`
+    Codex,
+    /// `claude`
+    Claude,
+    /// `cursor`
+    Cursor,
+    /// `vscode`
+    Vscode,
+    Other(String),
+}
+
+impl ConfigOriginTool {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ConfigOriginTool::Codex => "codex",
+            ConfigOriginTool::Claude => "claude",
+            ConfigOriginTool::Cursor => "cursor",
+            ConfigOriginTool::Vscode => "vscode",
+            ConfigOriginTool::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ConfigOriginTool {
+    fn from(s: &str) -> Self {
+        match s {
+            "codex" => ConfigOriginTool::Codex,
+            "claude" => ConfigOriginTool::Claude,
+            "cursor" => ConfigOriginTool::Cursor,
+            "vscode" => ConfigOriginTool::Vscode,
+            other => ConfigOriginTool::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ConfigOriginTool {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigOriginTool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ConfigOriginTool::from(s.as_str()))
+    }
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConfigOriginScope {
+    /// `user`
+    User,
+    /// `project`
+    Project,
+    /// `local`
+    Local,
+    Other(String),
+}
+
+impl ConfigOriginScope {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ConfigOriginScope::User => "user",
+            ConfigOriginScope::Project => "project",
+            ConfigOriginScope::Local => "local",
+            ConfigOriginScope::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ConfigOriginScope {
+    fn from(s: &str) -> Self {
+        match s {
+            "user" => ConfigOriginScope::User,
+            "project" => ConfigOriginScope::Project,
+            "local" => ConfigOriginScope::Local,
+            other => ConfigOriginScope::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ConfigOriginScope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigOriginScope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ConfigOriginScope::from(s.as_str()))
+    }
+}
+
+/// Where a server's definition came from.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigOrigin {
+    /// A file, or "initialize".
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ConfigOriginTool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ConfigOriginScope>,
+    /// The project of a Claude Code local scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+/// A server defined again by a later source, whose definition counts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigReplacement {
+    pub server: String,
+    pub by: ConfigOrigin,
+    pub over: ConfigOrigin,
+}
+
+/// What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored) and replaced definitions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigReport {
+    pub sources: Vec<ConfigSource>,
+    pub errors: Vec<ConfigProblem>,
+    pub warnings: Vec<ConfigProblem>,
+    pub replaced: Vec<ConfigReplacement>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InitializeResult {
     #[serde(rename = "serverInfo")]
@@ -295,8 +994,12 @@ pub struct InitializeResult {
     pub protocol_version: i64,
     pub capabilities: SidecarCapabilities,
     pub launcher: LauncherStatus,
-    /// Every configured server, sorted.
+    /// Every configured server, valid or invalid, sorted.
     pub servers: Vec<String>,
+    pub config: ConfigReport,
+    /// Names in initialize.features the sidecar does not know (ignored).
+    #[serde(rename = "unknownFeatures", default, skip_serializing_if = "Option::is_none")]
+    pub unknown_features: Option<Vec<String>>,
 }
 
 /// Default: lazy when the mcp_lazy_stdio_startup feature is on, else eager.
@@ -363,7 +1066,7 @@ pub struct SessionOpenParams {
     pub startup: Option<SessionOpenParamsStartup>,
 }
 
-/// A server's state in a session.
+/// A server's state in a session; invalid: its configuration entry has errors and it is never started.
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum State {
@@ -381,6 +1084,8 @@ pub enum State {
     Cancelled,
     /// `disconnected`
     Disconnected,
+    /// `invalid`
+    Invalid,
     Other(String),
 }
 
@@ -395,6 +1100,7 @@ impl State {
             State::Disabled => "disabled",
             State::Cancelled => "cancelled",
             State::Disconnected => "disconnected",
+            State::Invalid => "invalid",
             State::Other(s) => s,
         }
     }
@@ -410,6 +1116,7 @@ impl From<&str> for State {
             "disabled" => State::Disabled,
             "cancelled" => State::Cancelled,
             "disconnected" => State::Disconnected,
+            "invalid" => State::Invalid,
             other => State::Other(other.to_string()),
         }
     }
@@ -461,9 +1168,65 @@ pub struct ToolsListParams {
     /// Only these servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers: Option<Vec<String>>,
+    /// false: every tool without inputSchema and outputSchema, with inputSchemaBytes and tokens instead (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schemas: Option<bool>,
 }
 
-/// One tool of the session catalog: the server's object as it sent it, with name qualified and server and tool added. Members MCP adds later pass through.
+/// The approval mode configured for the tool (tools.TOOL.approval_mode, else the server's default_tools_approval_mode), for the host to enforce; absent when neither is set.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ToolApproval {
+    /// `auto`
+    Auto,
+    /// `prompt`
+    Prompt,
+    /// `writes`
+    Writes,
+    /// `approve`
+    Approve,
+    Other(String),
+}
+
+impl ToolApproval {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ToolApproval::Auto => "auto",
+            ToolApproval::Prompt => "prompt",
+            ToolApproval::Writes => "writes",
+            ToolApproval::Approve => "approve",
+            ToolApproval::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ToolApproval {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ToolApproval::Auto,
+            "prompt" => ToolApproval::Prompt,
+            "writes" => ToolApproval::Writes,
+            "approve" => ToolApproval::Approve,
+            other => ToolApproval::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ToolApproval {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolApproval {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ToolApproval::from(s.as_str()))
+    }
+}
+
+/// One tool of the session catalog: the server's object as it sent it, with name qualified and server and tool added. Members MCP adds later pass through; with tools/list schemas: false, without inputSchema and outputSchema but with inputSchemaBytes and tokens.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Tool {
     /// The qualified name: mcp__<server>__<tool>.
@@ -475,14 +1238,23 @@ pub struct Tool {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(rename = "inputSchema")]
-    pub input_schema: Map<String, Value>,
+    #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Map<String, Value>>,
     #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Map<String, Value>>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// The approval mode configured for the tool (tools.TOOL.approval_mode, else the server's default_tools_approval_mode), for the host to enforce; absent when neither is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ToolApproval>,
+    /// With schemas: false: the length in bytes of the input schema the server sent.
+    #[serde(rename = "inputSchemaBytes", default, skip_serializing_if = "Option::is_none")]
+    pub input_schema_bytes: Option<i64>,
+    /// With schemas: false: the estimated tokens of the tool's full definition (catalog.EstimateTokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<i64>,
     /// Members this version of the protocol does not name, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -547,6 +1319,9 @@ pub struct ServerCatalog {
     /// Why the server failed or disconnected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The server's supports_parallel_tool_calls: its tools may be called in parallel.
+    #[serde(rename = "supportsParallelToolCalls", default, skip_serializing_if = "Option::is_none")]
+    pub supports_parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -850,6 +1625,122 @@ impl<'de> Deserialize<'de> for ServerStatusSandbox {
     }
 }
 
+/// default_tools_approval_mode.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerApprovalDefault {
+    /// `auto`
+    Auto,
+    /// `prompt`
+    Prompt,
+    /// `writes`
+    Writes,
+    /// `approve`
+    Approve,
+    Other(String),
+}
+
+impl ServerApprovalDefault {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerApprovalDefault::Auto => "auto",
+            ServerApprovalDefault::Prompt => "prompt",
+            ServerApprovalDefault::Writes => "writes",
+            ServerApprovalDefault::Approve => "approve",
+            ServerApprovalDefault::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerApprovalDefault {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ServerApprovalDefault::Auto,
+            "prompt" => ServerApprovalDefault::Prompt,
+            "writes" => ServerApprovalDefault::Writes,
+            "approve" => ServerApprovalDefault::Approve,
+            other => ServerApprovalDefault::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerApprovalDefault {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerApprovalDefault {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerApprovalDefault::from(s.as_str()))
+    }
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerApprovalToolsValue {
+    /// `auto`
+    Auto,
+    /// `prompt`
+    Prompt,
+    /// `writes`
+    Writes,
+    /// `approve`
+    Approve,
+    Other(String),
+}
+
+impl ServerApprovalToolsValue {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerApprovalToolsValue::Auto => "auto",
+            ServerApprovalToolsValue::Prompt => "prompt",
+            ServerApprovalToolsValue::Writes => "writes",
+            ServerApprovalToolsValue::Approve => "approve",
+            ServerApprovalToolsValue::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerApprovalToolsValue {
+    fn from(s: &str) -> Self {
+        match s {
+            "auto" => ServerApprovalToolsValue::Auto,
+            "prompt" => ServerApprovalToolsValue::Prompt,
+            "writes" => ServerApprovalToolsValue::Writes,
+            "approve" => ServerApprovalToolsValue::Approve,
+            other => ServerApprovalToolsValue::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerApprovalToolsValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerApprovalToolsValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerApprovalToolsValue::from(s.as_str()))
+    }
+}
+
+/// A server's approval configuration for the host to enforce.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerApproval {
+    /// default_tools_approval_mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<ServerApprovalDefault>,
+    /// Each tool's own approval_mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<BTreeMap<String, ServerApprovalToolsValue>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
@@ -876,12 +1767,37 @@ pub struct ServerStatus {
     /// The sandbox capability the server advertised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<ServerStatusSandbox>,
+    /// Where the server's definition came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ConfigOrigin>,
+    /// The errors of an invalid server's definition.
+    #[serde(rename = "configErrors", default, skip_serializing_if = "Option::is_none")]
+    pub config_errors: Option<Vec<ConfigProblem>>,
+    /// The server's supports_parallel_tool_calls.
+    #[serde(rename = "supportsParallelToolCalls", default, skip_serializing_if = "Option::is_none")]
+    pub supports_parallel_tool_calls: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ServerApproval>,
+    /// Lines of the server's stdout that were not JSON-RPC and were skipped: it works, with a warning.
+    #[serde(rename = "skippedStdoutLines", default, skip_serializing_if = "Option::is_none")]
+    pub skipped_stdout_lines: Option<i64>,
+    /// The first skipped stdout line.
+    #[serde(rename = "firstSkippedStdoutLine", default, skip_serializing_if = "Option::is_none")]
+    pub first_skipped_stdout_line: Option<String>,
+    /// Tools of the server in the session catalog (live or cached); absent without a catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<i64>,
+    /// Estimated tokens of those tools' definitions; absent without a catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServersStatusResult {
     pub servers: Vec<ServerStatus>,
     pub launcher: LauncherStatus,
+    /// Estimated tokens of the whole session catalog.
+    pub tokens: i64,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -1262,6 +2178,9 @@ pub struct ErrorData {
     /// The MCP server's own error data, as received.
     #[serde(rename = "serverData", default, skip_serializing_if = "Option::is_none")]
     pub server_data: Option<Value>,
+    /// The configuration problems of a refused initialize.
+    #[serde(rename = "configErrors", default, skip_serializing_if = "Option::is_none")]
+    pub config_errors: Option<Vec<ConfigProblem>>,
 }
 
 pub type Null = ();
@@ -1383,6 +2302,58 @@ pub struct CreateTaskResult {
     pub extra: Map<String, Value>,
 }
 
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolsSearchParams {
+    /// The session, as session/open returned it.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact qualified names.
+    pub query: String,
+    /// The most results (default 5); select: returns every tool it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    /// Only these servers of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<String>>,
+}
+
+/// One tool found.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolSearchResult {
+    /// The qualified name.
+    pub name: String,
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// Higher is better; comparable within one result only.
+    pub score: f64,
+    /// The first sentence of the tool's description.
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolsSearchResult {
+    /// Best first.
+    pub results: Vec<ToolSearchResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolsGetParams {
+    /// The session, as session/open returned it.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Qualified names.
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolsGetResult {
+    /// The full definitions found, in the order asked (as tools/list shows them).
+    pub tools: Vec<Tool>,
+    /// Names the session catalog does not have.
+    pub missing: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ToolsCallResult {
@@ -1432,6 +2403,22 @@ pub mod requests {
         const METHOD: &'static str = "tools/call";
         type Params = ToolsCallParams;
         type Result = ToolsCallResult;
+    }
+
+    /// Ranks the session catalog for a query (free text, /regex/, select:names); dormant servers are searched in their cached catalog. Waits for startups in flight and refreshes stale catalogs first.
+    pub struct ToolsSearch;
+    impl Request for ToolsSearch {
+        const METHOD: &'static str = "tools/search";
+        type Params = ToolsSearchParams;
+        type Result = ToolsSearchResult;
+    }
+
+    /// The full definitions of tools named by qualified name, in the order asked; names the catalog lacks are listed in missing.
+    pub struct ToolsGet;
+    impl Request for ToolsGet {
+        const METHOD: &'static str = "tools/get";
+        type Params = ToolsGetParams;
+        type Result = ToolsGetResult;
     }
 
     /// One page of a server's resources, or every page with all.
@@ -1682,6 +2669,10 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("hostToSidecar", "result", "tools/list") => d::<ToolsListResult>(text),
         ("hostToSidecar", "params", "tools/call") => d::<ToolsCallParams>(text),
         ("hostToSidecar", "result", "tools/call") => d::<ToolsCallResult>(text),
+        ("hostToSidecar", "params", "tools/search") => d::<ToolsSearchParams>(text),
+        ("hostToSidecar", "result", "tools/search") => d::<ToolsSearchResult>(text),
+        ("hostToSidecar", "params", "tools/get") => d::<ToolsGetParams>(text),
+        ("hostToSidecar", "result", "tools/get") => d::<ToolsGetResult>(text),
         ("hostToSidecar", "params", "resources/list") => d::<ServerRequestParams>(text),
         ("hostToSidecar", "result", "resources/list") => d::<ResourcesListResult>(text),
         ("hostToSidecar", "params", "resources/templates/list") => d::<ServerRequestParams>(text),
