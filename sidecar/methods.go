@@ -543,8 +543,9 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 	}
 	defer release()
 	var conn *mcpclient.Conn
+	var a *startAttempt // the startup whose connection conn is
 	if sess.env.feature(FeatureEarlyDiscovery) {
-		conn, err = sc.initializedConn(ctx)
+		conn, a, err = sc.initializedConn(ctx)
 	} else {
 		conn, err = sc.ready(ctx)
 	}
@@ -552,20 +553,21 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		return result{}, callerError(ctx, err)
 	}
 	sc.mu.Lock()
+	if a == nil && sc.conn == conn {
+		a = sc.attempt
+	}
 	gen := sc.resourceGen
 	sc.mu.Unlock()
 	// A result is assembled from pages of one connection and one resource
-	// generation, or rejected: never mixed.
-	changed := func() error {
+	// generation, or rejected: never mixed. Only a newer startup of the
+	// server (servers/reconnect, a restart) or
+	// notifications/resources/list_changed rejects it; a startup that
+	// fails, times out or is ended by session/close is reported as itself.
+	rejection := func() *protocol.Error {
 		sc.mu.Lock()
 		moved := sc.resourceGen != gen
-		replaced := sc.conn != nil && sc.conn != conn
+		replaced := sc.attempt != a
 		sc.mu.Unlock()
-		select {
-		case <-conn.Done():
-			replaced = true
-		default:
-		}
 		switch {
 		case replaced:
 			return discoveryRejected(sc.name, "the connection was replaced")
@@ -575,16 +577,22 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		return nil
 	}
 	fetch := func(ctx context.Context, cursor string) (json.RawMessage, error) {
-		if err := changed(); err != nil {
+		if err := rejection(); err != nil {
 			return nil, err
 		}
 		return conn.ListResourcesPage(ctx, cursor)
 	}
 	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), fetch)
-	// A page that failed because its connection was replaced is a
-	// rejection too, not a connection error.
-	if cerr := changed(); cerr != nil {
-		err = cerr
+	if err != nil {
+		if why := sc.whyConnEnded(ctx, conn, a); why != nil {
+			return result{}, why
+		}
+	}
+	if rej := rejection(); rej != nil {
+		sc.mu.Lock()
+		sc.attempt.earlyRejected = true // the retry waits for readiness
+		sc.mu.Unlock()
+		return result{}, rej
 	}
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
@@ -599,6 +607,34 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		}
 	}
 	return result{value: map[string][]json.RawMessage{"resources": found}}, nil
+}
+
+// whyConnEnded explains a request that failed because conn, the
+// connection of startup attempt a, ended: the startup failed or timed out
+// (its own error), or the session closed. It returns nil when conn is
+// still open or ended otherwise (a crash, a replacement).
+func (sc *serverConn) whyConnEnded(ctx context.Context, conn *mcpclient.Conn, a *startAttempt) error {
+	select {
+	case <-conn.Done():
+	default:
+		return nil
+	}
+	if a != nil {
+		// A startup closes its connection before it records why.
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return cancelledError()
+		}
+	}
+	if sc.sess.ctx.Err() != nil {
+		return sc.sessionClosedError()
+	}
+	var pe *protocol.Error
+	if a != nil && errors.As(a.err, &pe) && pe.Data.Kind != protocol.KindStartupSuperseded {
+		return pe
+	}
+	return nil
 }
 
 func discoveryRejected(server, why string) *protocol.Error {
@@ -745,6 +781,7 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 	if !sc.cfg.Valid() {
 		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
+	st.SkippedStdoutLines, st.FirstSkippedStdoutLine = sc.skipped, sc.firstSkipped
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
 		st.ProtocolVersion = sc.conn.ProtocolVersion()

@@ -88,6 +88,10 @@ type startAttempt struct {
 	// first tools/list: early resource discovery may use it from then on.
 	initialized chan struct{}
 	conn        *mcpclient.Conn
+	// earlyRejected records that an early discovery was rejected (-32017)
+	// while this attempt was the server's current one: a retry waits for
+	// normal readiness. Guarded by serverConn.mu.
+	earlyRejected bool
 }
 
 // serverConn is one server in one session.
@@ -121,6 +125,10 @@ type serverConn struct {
 	// discovery rejects a result assembled across a change.
 	resourceGen uint64
 	crashes     int // crashes since the last stable run
+	// skipped counts the stdout lines of the current connection that were
+	// not JSON-RPC; firstSkipped is the first of them.
+	skipped      int
+	firstSkipped string
 
 	// cacheMu orders disk cache writes of this server: a refresh writes in
 	// the background, and an older listing must not overwrite a newer one.
@@ -549,10 +557,13 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
-	// it; later ones leave the catalog stale.
+	// it; later ones leave the catalog stale, and then it is not cached.
 	sc.list.listed = gen
+	current := sc.list.changes == gen
 	sc.mu.Unlock()
-	sc.storeCache(conn, items)
+	if current {
+		sc.storeCache(conn, items)
+	}
 	return conn, tools, nil
 }
 
@@ -581,6 +592,26 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 		return
 	}
 	sc.sess.env.cacheRepaired(sc.scopeKey)
+}
+
+// invalidateDisk removes the scope's disk entry, which a list_changed
+// notification at notified outdated, unless a listing made after it was
+// written already; listings made before it are refused from now on. A
+// failure is reported, never fatal.
+func (sc *serverConn) invalidateDisk(notified time.Time) {
+	disk := sc.sess.env.disk
+	if disk == nil {
+		return
+	}
+	sc.cacheMu.Lock()
+	defer sc.cacheMu.Unlock()
+	if sc.cacheWritten.After(notified) {
+		return
+	}
+	sc.cacheWritten = notified
+	if err := disk.Remove(sc.scopeKey); err != nil {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("outdated catalog cache of server %q not removed: %v", sc.name, err))
+	}
 }
 
 // listTools fetches the whole catalog of conn; share lets overlapping
@@ -789,6 +820,9 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, false)
+			}
 			select {
 			case <-a.done:
 				continue
@@ -834,28 +868,36 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 
 // initializedConn returns a connection that has completed initialize,
 // without waiting for its first tools/list (docs/protocol.md, "Early
-// resource discovery"). It reuses the startup's one connection and
-// handshake; a startup that fails or is cancelled passes its error on.
-func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
+// resource discovery"), and the startup attempt whose connection it is. It
+// reuses the startup's one connection and handshake; a startup that fails
+// or is cancelled passes its error on. A startup whose early discovery was
+// rejected (-32017) is not used early again: the retry waits for normal
+// readiness, and then the attempt is nil (the caller asks sc for it).
+func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, *startAttempt, error) {
 	for {
 		sc.mu.Lock()
 		st, a := sc.state, sc.attempt
+		early := st == protocol.StateStarting && !a.earlyRejected
 		sc.mu.Unlock()
-		switch st {
-		case protocol.StateStarting:
+		switch {
+		case early:
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, true)
+			}
 			select {
 			case <-a.initialized:
-				return a.conn, nil
+				return a.conn, a, nil
 			case <-a.done:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
-		case protocol.StateDormant:
+		case st == protocol.StateDormant:
 			sc.sess.startLater(sc)
 			continue
 		default:
-			return sc.ready(ctx)
+			conn, err := sc.ready(ctx)
+			return conn, nil, err
 		}
 	}
 }
