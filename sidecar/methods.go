@@ -781,6 +781,7 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 	if !sc.cfg.Valid() {
 		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
+	st.SkippedStdoutLines, st.FirstSkippedStdoutLine = sc.skipped, sc.firstSkipped
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
 		st.ProtocolVersion = sc.conn.ProtocolVersion()

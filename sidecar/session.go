@@ -125,6 +125,10 @@ type serverConn struct {
 	// discovery rejects a result assembled across a change.
 	resourceGen uint64
 	crashes     int // crashes since the last stable run
+	// skipped counts the stdout lines of the current connection that were
+	// not JSON-RPC; firstSkipped is the first of them.
+	skipped      int
+	firstSkipped string
 
 	// cacheMu orders disk cache writes of this server: a refresh writes in
 	// the background, and an older listing must not overwrite a newer one.
