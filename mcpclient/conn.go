@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -88,6 +89,10 @@ type Options struct {
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
 	HTTPClient *http.Client
+	// OAuth authorizes a Streamable HTTP connection: it supplies the
+	// bearer token of every request and is asked to authorize on 401 and
+	// 403 (package oauth). Nil: no OAuth.
+	OAuth auth.OAuthHandler
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before
 	// SIGKILL. Defaults 2 s each.
