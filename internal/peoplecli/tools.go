@@ -2,11 +2,11 @@ package peoplecli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -44,9 +44,11 @@ Examples:
   mcp-sidecar tools --json | jq -r '.tools[].name'
 `
 
+// toolsReport is the --json document: each tool exactly as tools/list
+// gives it to a harness, every member kept.
 type toolsReport struct {
-	Servers []toolsServer   `json:"servers"`
-	Tools   []protocol.Tool `json:"tools"`
+	Servers []toolsServer     `json:"servers"`
+	Tools   []json.RawMessage `json:"tools"`
 }
 
 type toolsServer struct {
@@ -63,23 +65,22 @@ type toolsServer struct {
 
 // Tools runs the tools command.
 func Tools(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("tools", ToolsDoc, env.Stderr)
-	var files, only stringList
-	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
-	fs.Var(&only, "server", "list only server `NAME` (repeatable)")
-	asJSON := fs.Bool("json", false, "print one JSON document")
+	fs := newFlagSet()
+	var src serverFlags
+	src.register(fs)
+	var only []string
+	fs.StringArrayVar(&only, "server", nil, "list only server `NAME` (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON document: the tools exactly as a harness receives them")
 	cached := fs.Bool("cached", false, "start lazily: stdio servers with a cached catalog stay dormant")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar tools: unexpected argument %q (a server goes with --server)\n", pos[0])
-		return exitUsage
+	if code, done := parseFlags(env, "tools", fs, args, 0, 0); done {
+		return code
 	}
 	stderr := &lockedWriter{w: env.Stderr}
-	l := loadConfig(env, files)
+	l, err := src.load(env)
+	if err != nil {
+		return usageError(env, "tools", err)
+	}
 	status := exitOK
 	if !l.found() {
 		l.describeSources(stderr)
@@ -129,8 +130,7 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: dir, only: sessOnly, lazy: *cached, progress: prog, logOut: stderr})
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 	defer sess.close(ctx)
 	if prog != nil {
@@ -138,13 +138,12 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	list, err := sess.toolsList(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 
-	rep := toolsReport{Servers: []toolsServer{}, Tools: list.Tools}
-	if rep.Tools == nil {
-		rep.Tools = []protocol.Tool{}
+	rep := toolsReport{Servers: []toolsServer{}, Tools: []json.RawMessage{}}
+	for _, t := range list.Tools {
+		rep.Tools = append(rep.Tools, t.Raw)
 	}
 	count := map[string]int{}
 	for _, t := range list.Tools {
@@ -168,18 +167,20 @@ func Tools(ctx context.Context, env Env, args []string) int {
 		rep.Servers = append(rep.Servers, ts)
 	}
 
+	if interrupted(ctx) {
+		return exitInterrupted
+	}
 	if *asJSON {
 		if err := writeJSON(env.Stdout, rep); err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-			return exitFailure
+			return fail(ctx, stderr, "tools", err)
 		}
 		return status
 	}
-	printToolsTable(env.Stdout, rep, time.Now())
+	printTools(env.Stdout, rep, list.Tools, time.Now())
 	return status
 }
 
-func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
+func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time) {
 	for i, s := range rep.Servers {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -194,17 +195,21 @@ func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
 				fmt.Fprintf(w, "  last stderr line: %s\n", l)
 			}
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, t := range rep.Tools {
+		for _, t := range tools {
 			if t.Server != s.Name {
 				continue
 			}
+			fmt.Fprintf(w, "  %s\n", signature(t.Tool.Tool, t.InputSchema))
 			desc := firstLine(t.Description)
 			if desc == "" {
 				desc = t.Title
 			}
-			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, orDash(clip(desc, 70)))
+			if desc != "" {
+				fmt.Fprintf(w, "      %s\n", clip(desc, 100))
+			}
 		}
-		tw.Flush()
+	}
+	if len(tools) > 0 {
+		fmt.Fprintln(w, "\nCall one with: mcp-sidecar call SERVER TOOL key=value ... (? marks an optional argument)")
 	}
 }
