@@ -77,7 +77,7 @@ func (l *peopleLog) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (l *peopleLog) WithAttrs(attrs []slog.Attr) slog.Handler { return &attrHandler{l, attrs} }
-func (l *peopleLog) WithGroup(string) slog.Handler           { return l }
+func (l *peopleLog) WithGroup(string) slog.Handler            { return l }
 
 // attrHandler is peopleLog with attributes bound by Logger.With.
 type attrHandler struct {
