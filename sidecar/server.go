@@ -255,7 +255,16 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			fmt.Sprintf("request id %s is already in flight", req.ID)))
 		return
 	}
-	s.inflight[req.ID] = ir
+	// initialize is not cancellable: a $/cancelRequest naming it finds
+	// nothing in flight and is ignored, and the host gets the normal
+	// answer. Cancelling it half-way would leave either a sidecar that is
+	// initialized although the host was told otherwise, or one the host
+	// must configure again; an answer the host can rely on is simpler.
+	// Leaving it out of inflight loses no duplicate-id check: while it
+	// runs, every other request is refused above.
+	if req.Method != protocol.MethodInitialize {
+		s.inflight[req.ID] = ir
+	}
 	s.work.Add(1)
 	s.mu.Unlock()
 

@@ -200,7 +200,26 @@ export interface ToolsListParams {
 }
 
 /** One tool of the session catalog: the server's object as it sent it, with name qualified and server and tool added. Members MCP adds later pass through; with tools/list schemas: false, without inputSchema and outputSchema but with inputSchemaBytes and tokens. */
-export type Tool = unknown | unknown;
+export interface Tool {
+  /** The qualified name: mcp__<server>__<tool>. */
+  name: string;
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  title?: string;
+  description?: string;
+  inputSchema?: { [key: string]: unknown };
+  outputSchema?: { [key: string]: unknown };
+  annotations?: { [key: string]: unknown };
+  _meta?: { [key: string]: unknown };
+  /** The approval mode configured for the tool (tools.TOOL.approval_mode, else the server's default_tools_approval_mode), for the host to enforce; absent when neither is set. */
+  approval?: "auto" | "prompt" | "writes" | "approve";
+  /** With schemas: false: the length in bytes of the input schema the server sent. */
+  inputSchemaBytes?: number;
+  /** With schemas: false: the estimated tokens of the tool's full definition (catalog.EstimateTokens). */
+  tokens?: number;
+  [key: string]: unknown;
+}
 
 export interface ServerCatalog {
   name: string;
