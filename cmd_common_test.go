@@ -55,13 +55,14 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
-// isolate points the catalog cache and Codex's home at fresh directories,
-// so that no test reads or writes the user's.
+// isolate points the catalog cache, Codex's home and HOME at fresh
+// directories, so that no test reads or writes the user's.
 func isolate(t *testing.T) (cacheDir string) {
 	t.Helper()
 	cacheDir = t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cacheDir)
 	t.Setenv("CODEX_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir()) // ~/.claude.json, ~/.cursor, VS Code's user mcp.json
 	return cacheDir
 }
 

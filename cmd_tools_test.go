@@ -149,3 +149,50 @@ func TestCmdToolsFailures(t *testing.T) {
 		t.Errorf("unknown --server: %s", r)
 	}
 }
+
+func TestCmdToolsSearch(t *testing.T) {
+	isolate(t)
+	def := func(name, desc string) fixture.ToolSpec {
+		return fixture.ToolSpec{Def: json.RawMessage(`{"name":"` + name + `","description":"` + desc + `","inputSchema":{"type":"object"}}`)}
+	}
+	cfg := writeConfig(t,
+		server{name: "gh", spec: fixture.Spec{Tools: []fixture.ToolSpec{
+			def("create_pull_request", "Create a new pull request in a GitHub repository. More text."),
+			def("list_issues", "List issues in a GitHub repository."),
+		}}},
+		server{name: "fs", spec: fixture.Spec{Tools: []fixture.ToolSpec{def("read_file", "Read a file.")}}},
+	)
+	r := runCmd(t, nil, "tools", "--config", cfg, "--search", "open a PR", "--limit", "1")
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %s", r)
+	}
+	fields := strings.Fields(r.stdout)
+	if len(fields) < 3 || fields[0] != "1" || fields[1] != "mcp__gh__create_pull_request" ||
+		!strings.HasSuffix(strings.TrimSpace(r.stdout), "Create a new pull request in a GitHub repository.") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("--search output:\n%s", r.stdout)
+	}
+
+	r = runCmd(t, nil, "tools", "--config", cfg, "--json", "--search", "/^mcp__gh__/")
+	var res struct {
+		Results []struct{ Name, Description string } `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("--json --search: %v\n%s", err, r)
+	}
+	var names []string
+	for _, x := range res.Results {
+		names = append(names, x.Name)
+	}
+	if diff := cmp.Diff([]string{"mcp__gh__create_pull_request", "mcp__gh__list_issues"}, names); diff != "" {
+		t.Errorf("regex results (-want +got):\n%s", diff)
+	}
+
+	r = runCmd(t, nil, "tools", "--config", cfg, "--search", "spreadsheet")
+	if r.code != 0 || !strings.Contains(r.stdout, `No tool matches "spreadsheet"`) {
+		t.Errorf("no match: %s", r)
+	}
+	r = runCmd(t, nil, "tools", "--config", cfg, "--search", "/(/")
+	if r.code != 1 || !strings.Contains(r.stderr, "bad regular expression") {
+		t.Errorf("bad regex: %s", r)
+	}
+}

@@ -12,6 +12,9 @@ type Tool struct {
 	Name      string          // raw name: what goes back to the server
 	Qualified string          // mcp__<server>__<tool>, set by Qualify
 	Raw       json.RawMessage // the whole tool object as received
+	// Approval is the approval mode configured for the tool, added to its
+	// wire form for the host to enforce ("" when none is configured).
+	Approval string
 
 	Title, Description string
 
@@ -27,41 +30,76 @@ type Tool struct {
 // server's bytes and order, including members this version does not know
 // (such as execution): the host sees what the server published. Members
 // named "server" or "tool" in the server's object give way to the
-// sidecar's.
+// sidecar's, as does "approval" when one is configured (Approval).
 func (t *Tool) WireJSON() (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.Grow(len(t.Raw) + len(t.Qualified) + len(t.Server) + len(t.Name) + 32)
+	if err := t.writeWire(&b, false); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// SummaryJSON is the tool as tools/list with schemas: false shows it: the
+// wire form without inputSchema and outputSchema, with inputSchemaBytes
+// (the length of the input schema as the server sent it) and tokens (the
+// estimate of the whole wire form, which the caller passes) at the end.
+func (t *Tool) SummaryJSON(tokens int) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.Grow(len(t.Raw) - len(t.InputSchema) - len(t.OutputSchema) + len(t.Qualified) + len(t.Server) + len(t.Name) + 64)
+	if err := t.writeWire(&b, true); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&b, `,"inputSchemaBytes":%d,"tokens":%d}`, len(t.InputSchema), tokens)
+	return b.Bytes(), nil
+}
+
+// writeWire writes the wire form without its closing brace; summary leaves
+// the schemas out.
+func (t *Tool) writeWire(b *bytes.Buffer, summary bool) error {
 	b.WriteString(`{"name":`)
-	writeJSONString(&b, t.Qualified)
+	writeJSONString(b, t.Qualified)
 	b.WriteString(`,"server":`)
-	writeJSONString(&b, t.Server)
+	writeJSONString(b, t.Server)
 	b.WriteString(`,"tool":`)
-	writeJSONString(&b, t.Name)
+	writeJSONString(b, t.Name)
+	if t.Approval != "" {
+		b.WriteString(`,"approval":`)
+		writeJSONString(b, t.Approval)
+	}
 	dec := json.NewDecoder(bytes.NewReader(t.Raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("tool %q of server %q is not a JSON object", t.Name, t.Server)
+		return fmt.Errorf("tool %q of server %q is not a JSON object", t.Name, t.Server)
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("tool %q of server %q: %w", t.Name, t.Server, err)
+			return fmt.Errorf("tool %q of server %q: %w", t.Name, t.Server, err)
 		}
 		key, _ := tok.(string)
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
-			return nil, fmt.Errorf("tool %q of server %q: member %q: %w", t.Name, t.Server, key, err)
+			return fmt.Errorf("tool %q of server %q: member %q: %w", t.Name, t.Server, key, err)
 		}
 		switch key {
 		case "name", "server", "tool":
 			continue
+		case "approval":
+			if t.Approval != "" {
+				continue
+			}
+		case "inputSchema", "outputSchema", "inputSchemaBytes", "tokens":
+			if summary {
+				continue
+			}
 		}
 		b.WriteByte(',')
-		writeJSONString(&b, key)
+		writeJSONString(b, key)
 		b.WriteByte(':')
 		b.Write(value)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {

@@ -19,9 +19,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // DefaultProtocolVersion is the version a connection asks for unless its
@@ -112,6 +114,13 @@ type Handlers struct {
 	// ServerRequestRefused is told that a server request was refused
 	// because MaxServerRequests were waiting already.
 	ServerRequestRefused func(method string, limit int)
+	// ElicitationComplete sees notifications/elicitation/complete.
+	ElicitationComplete func(elicitationID string)
+	// ResourceUpdated sees notifications/resources/updated.
+	ResourceUpdated func(uri string)
+	// TaskStatus sees notifications/tasks/status, params as received, in
+	// wire order.
+	TaskStatus func(params json.RawMessage)
 	// ListRoots answers roots/list with a ListRootsResult ({"roots":[...]}).
 	ListRoots           func(ctx context.Context) (json.RawMessage, error)
 	Progress            func(p *mcp.ProgressNotificationParams)
@@ -129,8 +138,9 @@ type Conn struct {
 	transport string
 	opts      Options
 	session   *mcp.ClientSession
-	proc      *process // nil for http
-	raw       *rawConn // nil for http
+	proc      *process         // nil for http
+	http      *headerTransport // nil for stdio
+	raw       *rawConn         // nil for http
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
@@ -224,6 +234,11 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 				"notifications/tools/list_changed":     opts.Handlers.ToolListChanged,
 				"notifications/resources/list_changed": opts.Handlers.ResourceListChanged,
 			},
+			onNotifyParams: map[string]func(json.RawMessage){
+				// go-sdk does not know this notification: the read path
+				// is the only place that sees it.
+				"notifications/tasks/status": opts.Handlers.TaskStatus,
+			},
 		}
 	}
 
@@ -309,6 +324,16 @@ func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
 	if h.ResourceListChanged != nil && !stdio {
 		o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { h.ResourceListChanged() }
 	}
+	if h.ElicitationComplete != nil {
+		o.ElicitationCompleteHandler = func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			h.ElicitationComplete(r.Params.ElicitationID)
+		}
+	}
+	if h.ResourceUpdated != nil {
+		o.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			h.ResourceUpdated(r.Params.URI)
+		}
+	}
 	if h.PromptListChanged != nil {
 		o.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { h.PromptListChanged() }
 	}
@@ -356,8 +381,13 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
 	if c.proc == nil {
+		if c.http != nil {
+			if failure := c.http.startupFailure(); failure != nil {
+				return &startupError{msg: failure.Error(), cause: errors.Join(failure, err)}
+			}
+		}
 		if ctx.Err() != nil {
-			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, c.opts.Config.URL), cause: ctx.Err()}
+			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), cause: ctx.Err()}
 		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}

@@ -42,32 +42,39 @@ func completeForm(params, answer json.RawMessage) (json.RawMessage, error) {
 		return nil, invalidContent(errors.New("content is not an object"))
 	}
 	var schema struct {
-		Properties map[string]struct {
-			Default json.RawMessage `json:"default"`
-		} `json:"properties"`
+		Properties json.RawMessage `json:"properties"`
 	}
 	if err := json.Unmarshal(p.RequestedSchema, &schema); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestedSchema: " + err.Error()}
 	}
-	given, err := memberSpans(a.Content)
+	var props []member
+	if isObject(schema.Properties) {
+		var err error
+		if props, err = members(schema.Properties); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestedSchema.properties: " + err.Error()}
+		}
+	}
+	given, err := members(a.Content)
 	if err != nil {
 		return nil, invalidContent(err)
 	}
-	var missing []string
-	for name, prop := range schema.Properties {
-		if _, ok := given[name]; !ok && len(prop.Default) > 0 {
-			missing = append(missing, name)
+	// In the form's order, as a person filling it in would.
+	content, filled := a.Content, false
+	for _, prop := range props {
+		if slices.ContainsFunc(given, func(m member) bool { return m.name == prop.name }) {
+			continue
 		}
-	}
-	slices.Sort(missing) // one answer, one result
-	content := a.Content
-	for _, name := range missing {
-		content = appendMember(content, name, schema.Properties[name].Default)
+		var def struct {
+			Default json.RawMessage `json:"default"`
+		}
+		if json.Unmarshal(prop.value, &def) == nil && len(def.Default) > 0 {
+			content, filled = appendMember(content, prop.name, def.Default), true
+		}
 	}
 	if err := validateContent(p.RequestedSchema, content); err != nil {
 		return nil, err
 	}
-	if len(missing) == 0 {
+	if !filled {
 		return answer, nil
 	}
 	return setMember(answer, "content", content)
@@ -104,16 +111,21 @@ func isObject(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '{'
 }
 
-// span is where a member's value lies in an object's bytes.
-type span struct{ start, end int }
+// member is one member of a JSON object: its name, its value's bytes and
+// where they lie in the object's bytes.
+type member struct {
+	name       string
+	value      json.RawMessage
+	start, end int
+}
 
-// memberSpans returns the value span of each member of a JSON object.
-func memberSpans(obj json.RawMessage) (map[string]span, error) {
+// members returns the members of a JSON object in their order.
+func members(obj json.RawMessage) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("not a JSON object")
 	}
-	spans := map[string]span{}
+	var ms []member
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -125,12 +137,12 @@ func memberSpans(obj json.RawMessage) (map[string]span, error) {
 			return nil, err
 		}
 		end := int(dec.InputOffset())
-		spans[name] = span{end - len(v), end}
+		ms = append(ms, member{name: name, value: v, start: end - len(v), end: end})
 	}
 	if _, err := dec.Token(); err != nil && err != io.EOF {
 		return nil, err
 	}
-	return spans, nil
+	return ms, nil
 }
 
 // appendMember returns obj with the member name: value added at its end.
@@ -151,14 +163,15 @@ func appendMember(obj json.RawMessage, name string, value json.RawMessage) json.
 
 // setMember returns obj with the value of member name replaced (or added).
 func setMember(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
-	spans, err := memberSpans(obj)
+	ms, err := members(obj)
 	if err != nil {
 		return nil, err
 	}
-	sp, ok := spans[name]
-	if !ok {
+	i := slices.IndexFunc(ms, func(m member) bool { return m.name == name })
+	if i < 0 {
 		return appendMember(obj, name, value), nil
 	}
+	sp := ms[i]
 	out := make([]byte, 0, len(obj)-(sp.end-sp.start)+len(value))
 	out = append(out, obj[:sp.start]...)
 	out = append(out, value...)

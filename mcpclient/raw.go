@@ -111,8 +111,10 @@ type rawTransport struct {
 	onConn     func(*rawConn) // tells the owner the connection it got
 	onProgress func(*mcp.ProgressNotificationParams)
 	// onNotify sees the named notifications on the read path, in wire
-	// order (nil entries are skipped).
-	onNotify map[string]func()
+	// order (nil entries are skipped); onNotifyParams likewise, with their
+	// params as received.
+	onNotify       map[string]func()
+	onNotifyParams map[string]func(json.RawMessage)
 }
 
 func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -120,7 +122,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress, onNotify: t.onNotify}
+	rc := &rawConn{Connection: c, pending: make(map[jsonrpc.ID]*rawSink), onProgress: t.onProgress, onNotify: t.onNotify, onNotifyParams: t.onNotifyParams}
 	if t.onConn != nil {
 		t.onConn(rc)
 	}
@@ -133,8 +135,9 @@ type rawConn struct {
 	// onProgress sees notifications/progress on the read path, in wire
 	// order: a progress notification the server sent before its response
 	// is delivered before the caller sees the response.
-	onProgress func(*mcp.ProgressNotificationParams)
-	onNotify   map[string]func()
+	onProgress     func(*mcp.ProgressNotificationParams)
+	onNotify       map[string]func()
+	onNotifyParams map[string]func(json.RawMessage)
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*rawSink
@@ -220,6 +223,11 @@ func (p *incomingParams) take(meta map[string]any) (json.RawMessage, bool) {
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		out, err := rewritten(ctx, req)
+		if err != nil {
+			return err
+		}
+		msg = out
 		if s := sinkFrom(ctx); s != nil && s.expect(req.ID) {
 			c.mu.Lock()
 			c.pending[req.ID] = s
@@ -243,6 +251,9 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
 		if f := c.onNotify[req.Method]; f != nil {
 			f()
+		}
+		if f := c.onNotifyParams[req.Method]; f != nil {
+			f(req.Params)
 		}
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
@@ -281,6 +292,7 @@ var placeholders = map[string]json.RawMessage{
 	"resources/read":           json.RawMessage(`{"contents":[]}`),
 	"prompts/list":             json.RawMessage(`{"prompts":[]}`),
 	"prompts/get":              json.RawMessage(`{"messages":[]}`),
+	"ping":                     json.RawMessage(`{}`), // the carrier of Request
 }
 
 // forget drops the pending entry of calls whose caller gave up (the

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -54,6 +55,10 @@ type ConnOptions struct {
 	// Logger receives a record for every message the connection drops or
 	// answers itself. Nil discards them.
 	Logger *slog.Logger
+	// Uncancellable names the methods whose requests $/cancelRequest does
+	// not cancel: the cancel is ignored and the request answered as usual
+	// (LSP lets a server decline a cancellation).
+	Uncancellable []string
 }
 
 // ErrClosed is returned by calls that were waiting when the connection
@@ -92,8 +97,9 @@ var ErrRequestCancelled = errors.New("request cancelled by the peer")
 //   - $/cancelRequest {id}: the request's context is cancelled and it is
 //     answered -32800 at once (vscode-jsonrpc waits for that answer); the
 //     handler's own answer, when it comes, is dropped. This happens in read
-//     order, so a cancel never overtakes the request it names. The
-//     notification is then handed to the Handler like any other.
+//     order, so a cancel never overtakes the request it names. An id not in
+//     flight, or of a request ConnOptions.Uncancellable names, is ignored.
+//     The notification is then handed to the Handler like any other.
 //
 // Responses from the peer are never answered (that could ping-pong): one
 // whose id is not of a call of this Conn is dropped and logged; a malformed
@@ -102,9 +108,10 @@ var ErrRequestCancelled = errors.New("request cancelled by the peer")
 // whose id is null or absent is a notification. The "jsonrpc" member is not
 // checked.
 type Conn struct {
-	in  *frameReader
-	out *frameWriter
-	log *slog.Logger
+	in            *frameReader
+	out           *frameWriter
+	log           *slog.Logger
+	uncancellable []string
 
 	rc, wc    any // the reader and writer as given, closed by Close where they are io.Closers
 	closeIO   sync.Once
@@ -128,8 +135,9 @@ type Conn struct {
 
 // inflight is a request read and not yet answered.
 type inflight struct {
-	id     json.RawMessage
-	cancel context.CancelCauseFunc
+	id            json.RawMessage
+	cancel        context.CancelCauseFunc
+	uncancellable bool // $/cancelRequest leaves it alone
 }
 
 // NewConn returns a connection reading the peer's frames from r and writing
@@ -146,6 +154,8 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 		closing:  make(chan struct{}),
 		started:  make(chan struct{}),
 		inflight: make(map[string]inflight),
+
+		uncancellable: opts.Uncancellable,
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -232,7 +242,7 @@ func (c *Conn) dispatch(req *Request) {
 		c.answer(req.ID, CodeInvalidRequest, KindInvalidRequest, fmt.Sprintf("request id %s is already in flight", req.ID))
 		return
 	}
-	c.inflight[key] = inflight{id: req.ID, cancel: cancel}
+	c.inflight[key] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
 	c.mu.Unlock()
 	c.handler.Handle(ctx, req)
 }
@@ -251,10 +261,12 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 	}
 	c.mu.Lock()
 	req, ok := c.inflight[key]
-	delete(c.inflight, key)
+	if ok && !req.uncancellable {
+		delete(c.inflight, key)
+	}
 	c.mu.Unlock()
-	if !ok {
-		return // answered already, or never existed: nothing to cancel
+	if !ok || req.uncancellable {
+		return // answered already, never existed, or not to be cancelled
 	}
 	req.cancel(ErrRequestCancelled)
 	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled")); err != nil {

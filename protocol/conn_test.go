@@ -644,6 +644,21 @@ func TestCancelRequest(t *testing.T) {
 			t.Errorf("request context's cause: %v, want ErrRequestCancelled", cause)
 		}
 	})
+	t.Run("uncancellable methods", func(t *testing.T) {
+		held := make(chan *Request, 1)
+		p := startConn(t, ConnOptions{Uncancellable: []string{"hold"}}, held)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"hold"}`, cancelOf("1"))
+		req := <-held
+		if diff := cmp.Diff(seenCancel("1"), p.next()); diff != "" {
+			t.Errorf("after the cancel (-want +got):\n%s", diff)
+		}
+		if err := p.c.Reply(req.ID, "done"); err != nil {
+			t.Fatalf("Reply: %v", err)
+		}
+		if got := p.nextBody(); got != `{"jsonrpc":"2.0","id":1,"result":"done"}` {
+			t.Errorf("answer %s", got)
+		}
+	})
 	t.Run("ids not in flight are ignored", func(t *testing.T) {
 		p.send(cancelOf("99"), cancelOf("true"), `{"jsonrpc":"2.0","method":"$/cancelRequest","params":"x"}`, request("2", "echo"))
 		want := []reply{seenCancel("99"), seenCancel("true"), {Method: "test/seen", Result: map[string]string{"method": "$/cancelRequest", "params": `"x"`}}, echo("2")}

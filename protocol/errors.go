@@ -66,6 +66,8 @@ type ErrorData struct {
 	ServerCode *int64 `json:"serverCode,omitempty"`
 	// ServerData is the data member of the MCP server's error, as received.
 	ServerData json.RawMessage `json:"serverData,omitempty"`
+	// ConfigErrors are the configuration problems of a refused initialize.
+	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
 }
 
 // Error is a host-protocol error: a JSON-RPC code, a message for people and

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -37,6 +38,10 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 
 		MaxServerRequests: env.maxServerRequests,
 	}
+	// A new connection starts its count of skipped stdout lines afresh.
+	sc.mu.Lock()
+	sc.skipped, sc.firstSkipped = 0, ""
+	sc.mu.Unlock()
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {
 			sc.mu.Lock()
@@ -63,11 +68,22 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			srv.logServer(sess.id, sc.name, "stderr", line)
 		},
 		SkippedLine: func(line string) {
+			sc.mu.Lock()
+			if sc.skipped == 0 {
+				sc.firstSkipped = clipLine(line, maxSkippedLine)
+			}
+			sc.skipped++
+			sc.mu.Unlock()
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
 		},
 		ServerRequestRefused: func(method string, limit int) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%s from server %q refused: %d requests of it already wait for the host (limits.maxServerRequests)", method, sc.name, limit))
 		},
+		ElicitationComplete: func(id string) {
+			srv.notify(protocol.NotifyElicitationComplete, protocol.ElicitationCompleteParams{SessionID: sess.id, Server: sc.name, ElicitationID: id})
+		},
+		ResourceUpdated: sc.onResourceUpdated,
+		TaskStatus:      sc.onTaskStatus,
 		ToolListChanged: sc.onToolListChanged,
 		ResourceListChanged: func() {
 			sc.mu.Lock()
@@ -171,4 +187,19 @@ func (l *logLimiter) admit(key string, now time.Time) (dropped int, send bool) {
 	}
 	b.dropped = 1
 	return dropped, false
+}
+
+// maxSkippedLine bounds the first skipped stdout line kept for
+// servers/status.
+const maxSkippedLine = 200
+
+// clipLine cuts s to at most n bytes at a rune boundary.
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

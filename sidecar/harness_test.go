@@ -102,16 +102,8 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		Checker: schemaChecker(t),
-		OnNotification: func(n hostclient.Notification) {
-			h.mu.Lock()
-			h.notes = append(h.notes, n)
-			h.cond.Broadcast()
-			h.mu.Unlock()
-			if h.onNotification != nil {
-				h.onNotification(n)
-			}
-		},
+		Checker:        schemaChecker(t),
+		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
 				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "not handled")
@@ -128,6 +120,18 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		}
 	})
 	return h
+}
+
+// record keeps a notification for waitFor and passes it to
+// onNotification.
+func (h *harness) record(n hostclient.Notification) {
+	h.mu.Lock()
+	h.notes = append(h.notes, n)
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	if h.onNotification != nil {
+		h.onNotification(n)
+	}
 }
 
 // schemaChecker returns a checker of the protocol schema for a test host:
@@ -213,6 +217,12 @@ func (h *harness) wantCode(err error, code int64) (*protocol.Error, protocol.Err
 // returns it.
 func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) hostclient.Notification {
 	h.t.Helper()
+	return h.waitForSince(0, what, pred)
+}
+
+// waitForSince is waitFor among the notifications from index since on.
+func (h *harness) waitForSince(since int, what string, pred func(hostclient.Notification) bool) hostclient.Notification {
+	h.t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	stop := time.AfterFunc(testTimeout, func() {
 		h.mu.Lock()
@@ -223,7 +233,7 @@ func (h *harness) waitFor(what string, pred func(hostclient.Notification) bool) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
-		for _, n := range h.notes {
+		for _, n := range h.notes[min(since, len(h.notes)):] {
 			if pred(n) {
 				return n
 			}

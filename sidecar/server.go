@@ -84,7 +84,16 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 	s := newServer(ctx, opts)
 	// The connection must not close w when the host closes stdin: replies
 	// to requests in flight still go out (a host may half-close).
-	s.conn = protocol.NewConn(r, writeOnly{w}, protocol.ConnOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger})
+	s.conn = protocol.NewConn(r, writeOnly{w}, protocol.ConnOptions{
+		MaxFrameBytes: opts.MaxFrameBytes,
+		Logger:        s.logger,
+		// initialize is not cancellable: a $/cancelRequest naming it is
+		// ignored, and the host gets the normal answer. Cancelling it
+		// half-way would leave either a sidecar that is initialized
+		// although the host was told otherwise, or one the host must
+		// configure again; an answer the host can rely on is simpler.
+		Uncancellable: []string{protocol.MethodInitialize},
+	})
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -145,6 +154,10 @@ func (s *Server) stop() {
 	case <-done:
 	case <-time.After(replyGrace):
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
+	}
+	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
+	if env := s.environment(); env != nil {
+		env.launcher.Close()
 	}
 	s.conn.Close()
 }

@@ -35,20 +35,6 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	h.wantCode(err, protocol.CodeInvalidRequest)
 }
 
-func TestBadConfigIsInvalidParamsNamingServerAndKey(t *testing.T) {
-	h := newHarness(t)
-	err := h.call(protocol.MethodInitialize, map[string]any{
-		"clientInfo": map[string]any{"name": "test"},
-		"servers":    map[string]any{"both": map[string]any{"command": "x", "url": "http://127.0.0.1:1/mcp"}},
-	}, nil)
-	je, _ := h.wantCode(err, protocol.CodeInvalidParams)
-	if !strings.Contains(je.Message, `"both"`) || !strings.Contains(je.Message, "initialize") {
-		t.Errorf("message %q should name the source and the server", je.Message)
-	}
-	// A corrected initialize is accepted.
-	h.initialize(nil, nil)
-}
-
 // TestStartupEventOrdering: three servers, one slow, one failing, one fast.
 // Every "starting" of the round precedes every terminal status, and the
 // summary sorts them out.

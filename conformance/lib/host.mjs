@@ -1,7 +1,7 @@
 // A small host of mcp-sidecar for the conformance suite: it spawns the
 // sidecar, speaks the host protocol (LSP framing, JSON-RPC) with
 // vscode-jsonrpc, records every notification the sidecar sends, answers
-// mcp/elicit and mcp/roots when asked to, and checks that no server process
+// mcp/elicit, mcp/sample and mcp/roots when asked to, and checks that no server process
 // is left behind when the sidecar exits.
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -32,11 +32,12 @@ export function baseEnv(extra = {}) {
  * @typedef {{
  *   servers?: Record<string, object>,
  *   features?: Record<string, boolean>,
- *   capabilities?: {elicitation?: boolean, roots?: boolean},
+ *   capabilities?: {elicitation?: boolean | {form?: object, url?: object}, roots?: boolean, sampling?: {tools?: object}},
  *   cacheDir?: string,
  *   env?: Record<string, string>,
  *   onElicit?: (params: any) => any,
  *   onRoots?: (params: any) => any,
+ *   onSample?: (params: any) => any,
  *   args?: string[],
  * }} HostOptions
  */
@@ -52,6 +53,7 @@ export class SidecarHost {
     this.stderr = '';
     this.elicitRequests = [];
     this.rootsRequests = [];
+    this.sampleRequests = [];
   }
 
   /** Spawns the sidecar and connects to it; does not send initialize. */
@@ -83,6 +85,12 @@ export class SidecarHost {
       this.record('mcp/elicit', params);
       if (!this.opts.onElicit) return { action: 'decline' };
       return this.opts.onElicit(params);
+    });
+    conn.onRequest('mcp/sample', async (params) => {
+      this.sampleRequests.push(params);
+      this.record('mcp/sample', params);
+      if (!this.opts.onSample) throw new rpc.ResponseError(-32601, 'this host does not sample');
+      return this.opts.onSample(params);
     });
     conn.onRequest('mcp/roots', async (params) => {
       this.rootsRequests.push(params);

@@ -30,7 +30,9 @@ a terminal, plain lines otherwise, both on stderr) and prints a table:
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
   BYTES       the JSON of those tools as tools/list gives them to a harness
-  ~TOKENS     BYTES/4, a rough estimate of what the catalog costs a model
+  ~TOKENS     the sidecar's estimate of the tokens those definitions cost a
+              model each turn (as servers/status gives it; within a few
+              percent of OpenAI's tokenizers on real catalogs)
   SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
   LAST STDERR the server's last stderr line, for a server that failed
@@ -52,17 +54,25 @@ type doctorReport struct {
 	Files        []string                `json:"files"`
 	LookedFor    []string                `json:"lookedFor,omitempty"`
 	ConfigErrors []configError           `json:"configErrors"`
-	Notes        []string                `json:"notes,omitempty"`
+	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
 	Servers      []doctorServer          `json:"servers"`
-	OK           bool                    `json:"ok"`
+	// TokensEstimate is the estimate of the whole catalog.
+	TokensEstimate int  `json:"catalogTokensEstimate"`
+	OK             bool `json:"ok"`
 }
 
 type configError struct {
 	File    string `json:"file,omitempty"`
 	Server  string `json:"server,omitempty"`
 	Key     string `json:"key,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
+}
+
+func configErrorOf(e *config.Error) configError {
+	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
 }
 
 type doctorServer struct {
@@ -102,9 +112,18 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 
 	l := loadConfig(env, files)
-	rep := doctorReport{Files: nonNil(l.files), LookedFor: l.looked, ConfigErrors: []configError{}, Notes: l.notes, Servers: []doctorServer{}}
-	for _, e := range l.problems {
-		rep.ConfigErrors = append(rep.ConfigErrors, configError{File: e.File, Server: e.Server, Key: e.Key, Message: e.Message})
+	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	for _, src := range l.sources {
+		rep.Files = append(rep.Files, src.Path)
+	}
+	for _, src := range l.looked {
+		rep.LookedFor = append(rep.LookedFor, src.Describe())
+	}
+	for _, e := range l.problems() {
+		rep.ConfigErrors = append(rep.ConfigErrors, configErrorOf(e))
+	}
+	for _, e := range l.warnings() {
+		rep.Warnings = append(rep.Warnings, configErrorOf(e))
 	}
 	if !*asJSON {
 		l.describeSources(env.Stdout)
@@ -149,9 +168,10 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		for _, s := range st.Servers {
 			statuses[s.Name] = s
 		}
+		rep.TokensEstimate = st.Tokens
 	}
 
-	rep.OK = len(l.problems) == 0 && (len(l.files) > 0 || len(files) > 0)
+	rep.OK = len(l.problems()) == 0 && l.found()
 	for _, name := range l.names {
 		ds := doctorServer{Name: name}
 		cfg := l.servers[name]
@@ -181,8 +201,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		if running(st) {
 			tools := byServer[name]
 			n, size := len(tools), catalogBytes(tools)
-			tok := size / 4
-			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, &tok
+			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, st.Tokens
 			ds.Sandbox = describeCapability(capabilityOf(st))
 			ds.ProtocolVersion = st.ProtocolVersion
 		}
@@ -215,14 +234,17 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 }
 
 func printProblems(w io.Writer, l *loaded) {
-	if len(l.problems) > 0 {
-		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(l.problems))
-		for _, e := range l.problems {
+	if ps := l.problems(); len(ps) > 0 {
+		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(ps))
+		for _, e := range ps {
 			fmt.Fprintln(w, "  "+e.Error())
 		}
 	}
-	for _, n := range l.notes {
-		fmt.Fprintln(w, "note: "+n)
+	if ws := l.warnings(); len(ws) > 0 {
+		fmt.Fprintf(w, "\nConfig warnings (%d):\n", len(ws))
+		for _, e := range ws {
+			fmt.Fprintln(w, "  "+e.Error())
+		}
 	}
 	fmt.Fprintln(w)
 }
@@ -258,7 +280,7 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n* required. ~TOKENS is BYTES/4, a rough estimate.")
+	fmt.Fprintf(w, "\n* required. ~TOKENS is the sidecar's estimate: %d for the whole catalog.\n", rep.TokensEstimate)
 	fmt.Fprintf(w, "Launcher: %s", rep.Launcher.Status)
 	if rep.Launcher.Reason == noCandidate {
 		fmt.Fprint(w, " (none given; try --launcher PATH)")

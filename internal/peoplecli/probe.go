@@ -18,7 +18,9 @@ and explains the verdict. The sidecar sends codex/sandbox-launcher to a
 server only when its candidate passed these checks, in order:
 
   1. PATH is absolute and valid UTF-8 (the sidecar never searches PATH)
-  2. it is a regular executable file, not writable by group or others
+  2. it resolves (symlinks followed) to a regular executable file, not
+     writable by group or others, in a directory not writable by group or
+     others
   3. "PATH sandbox --help", run with no stdin, a minimal environment and a
      5 s limit, exits 0 and mentions --sandbox-state-json
 
@@ -32,7 +34,7 @@ Examples:
 // The probe's checks, as ProbeDoc lists them.
 var probeChecks = []string{
 	"absolute path, valid UTF-8",
-	"regular executable file, not writable by group or others",
+	"resolves to a regular executable file, not writable by group or others, in a directory not writable by group or others",
 	"`sandbox --help` exits 0 within the limit and mentions --sandbox-state-json",
 }
 
@@ -122,6 +124,10 @@ func explainProbe(path, reason string) (int, string) {
 		return 2, "The file has no execute permission: chmod +x " + path
 	case reason == "writable by group or others":
 		return 2, "Anyone who can rewrite the launcher could run code with the sandbox's authority: chmod go-w " + path
+	case strings.HasPrefix(reason, "its directory "):
+		return 2, "Anyone who can write the launcher's directory could swap the file between the check and its use: chmod go-w the directory, or install the launcher elsewhere."
+	case strings.HasPrefix(reason, "not supported on "):
+		return 2, "The sidecar never advertises a launcher on this system."
 	case strings.HasPrefix(reason, "cannot "):
 		return 2, "The sidecar cannot inspect the file; check its permissions and those of its directories."
 	case strings.HasPrefix(reason, "timed out"):

@@ -1,13 +1,9 @@
 package peoplecli
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
@@ -16,114 +12,92 @@ import (
 
 // loaded is the user's configuration as the commands see it.
 type loaded struct {
-	// files were read (or, for --config, asked for), in order.
-	files []string
-	// looked are the default locations, when no --config was given.
-	looked   []string
-	servers  map[string]*config.ServerConfig // the valid ones
-	names    []string                        // every server name, valid or not, sorted
-	problems config.Errors
-	notes    []string
+	// given are the --config files; nil when the files were discovered.
+	given []string
+	// sources were read, in order; looked are the places discovery
+	// considered (when no --config was given).
+	sources []config.Source
+	looked  []config.Source
+	cfg     *config.Loaded
+	servers map[string]*config.ServerConfig // the valid ones
+	names   []string                        // every server name, valid or not, sorted
+	cwd     string
 }
 
-// invalid reports the errors of server name.
+// invalid reports the errors of server name's definition.
 func (l *loaded) invalid(name string) []*config.Error {
-	var out []*config.Error
-	for _, e := range l.problems {
-		if e.Server == name {
-			out = append(out, e)
-		}
+	if c := l.cfg.Servers[name]; c != nil {
+		return c.Problems
 	}
-	return out
+	return nil
 }
 
-// loadConfig reads the --config files, or the default ones that exist, with
-// the same loader the sidecar's initialize uses.
+// problems are the configuration's errors; warnings its ignored keys.
+func (l *loaded) problems() config.Errors { return l.cfg.Errors }
+func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
+
+// loadConfig reads the --config files, or the files discovery finds, with
+// the loader the sidecar's initialize uses.
 func loadConfig(env Env, files []string) *loaded {
-	l := &loaded{files: files}
-	if len(files) == 0 {
-		l.looked = defaultCandidates(env)
-		l.files = config.DefaultFiles(env.Home, env.Cwd, env.lookup)
+	l := &loaded{given: files, cwd: env.Cwd}
+	if len(files) > 0 {
+		l.sources = config.FileSources(files)
+	} else {
+		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup})
 	}
-	servers, notes, err := config.Load(l.files, nil, env.lookup)
-	l.servers, l.notes = servers, notes
-	var errs config.Errors
-	if errors.As(err, &errs) {
-		l.problems = errs
-	} else if err != nil {
-		l.problems = config.Errors{{Message: err.Error()}}
-	}
-	seen := map[string]bool{}
-	for name := range servers {
-		seen[name] = true
-	}
-	for _, e := range l.problems {
-		if e.Server != "" {
-			seen[e.Server] = true
-		}
-	}
-	for name := range seen {
-		l.names = append(l.names, name)
-	}
-	slices.Sort(l.names)
+	l.cfg = config.Load(l.sources, nil, env.lookup)
+	l.servers = l.cfg.Valid()
+	l.names = l.cfg.Names()
 	return l
 }
 
-// defaultCandidates are the paths config.DefaultFiles considers, for saying
-// where the commands looked.
-func defaultCandidates(env Env) []string {
-	var out []string
-	if ch, ok := env.lookup("CODEX_HOME"); ok && ch != "" {
-		out = append(out, filepath.Join(ch, "config.toml"))
-	} else if env.Home != "" {
-		out = append(out, filepath.Join(env.Home, ".codex", "config.toml"))
-	}
-	if env.Cwd != "" {
-		out = append(out, filepath.Join(env.Cwd, ".mcp.json"), filepath.Join(env.Cwd, ".vscode", "mcp.json"))
-	}
-	return out
-}
+// found reports whether there was any config to read.
+func (l *loaded) found() bool { return len(l.sources) > 0 }
 
-// describeSources says which files were read, for people.
+// describeSources says which files were read and what each defined, for
+// people.
 func (l *loaded) describeSources(w io.Writer) {
 	switch {
-	case len(l.files) > 0:
-		fmt.Fprintln(w, "Config files read:")
-		for _, f := range l.files {
-			if _, err := os.Stat(f); err != nil {
-				fmt.Fprintf(w, "  %s (cannot be read)\n", f)
-				continue
+	case len(l.sources) > 0:
+		fmt.Fprintln(w, "Config files read (later ones win):")
+		for _, r := range l.cfg.Sources {
+			line := "  " + r.Describe()
+			switch {
+			case r.Err != nil:
+				line += ": cannot be used (below)"
+			case len(r.Servers) > 0:
+				line += ": " + strings.Join(r.Servers, ", ")
+			default:
+				line += ": no servers"
 			}
-			fmt.Fprintln(w, "  "+f)
+			fmt.Fprintln(w, line)
+		}
+		for _, rp := range l.cfg.Replaced {
+			fmt.Fprintf(w, "  %s: %s replaces %s\n", rp.Server, rp.By.Describe(), rp.Over.Describe())
 		}
 	case len(l.looked) > 0:
 		fmt.Fprintln(w, "No config file found. Looked for:")
 		for _, f := range l.looked {
-			fmt.Fprintln(w, "  "+f)
+			fmt.Fprintln(w, "  "+f.Describe())
 		}
 	default:
 		fmt.Fprintln(w, "No config file given.")
 	}
 }
 
-// initializeParams are the params of the in-process initialize. With a
-// valid configuration the files go as configFiles, as a harness sends them.
-// With errors the sidecar would refuse them all, so the valid servers go
-// inline instead: a person still sees how the rest of their setup behaves.
+// initializeParams are the params of the in-process initialize: the
+// --config files, or discovery from the working directory, as a harness
+// sends them.
 func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[string]any, error) {
 	p := map[string]any{
 		"clientInfo": map[string]any{"name": "mcp-sidecar-cli", "version": env.Version},
 		// Every server starts at once, not eight at a time.
 		"limits": map[string]any{"maxConcurrentStarts": max(8, len(l.servers))},
 	}
-	if len(l.problems) == 0 {
-		p["configFiles"] = l.files
+	if l.given != nil {
+		p["configFiles"] = l.given
 	} else {
-		inline, err := json.Marshal(l.servers)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the valid servers: %w", err)
-		}
-		p["servers"] = json.RawMessage(inline)
+		p["configDiscovery"] = map[string]any{"cwd": l.cwd}
 	}
 	if cacheDir != "" {
 		p["cacheDir"] = cacheDir

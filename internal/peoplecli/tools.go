@@ -14,6 +14,7 @@ import (
 
 // ToolsDoc is the tools command's help text.
 const ToolsDoc = `Usage: mcp-sidecar tools [--config FILE]... [--server NAME]... [--cached] [--json]
+                         [--search QUERY [--limit N]]
 
 Lists the catalog a harness gets from the sidecar: every tool under its
 qualified name (mcp__<server>__<tool>), after enabled_tools and
@@ -37,11 +38,17 @@ stdio server with a cached catalog stays dormant and its cached tools are
 listed. Config errors and startup failures go to stderr; the exit status is
 1 if there were any, 2 for a bad command line.
 
+--search ranks the catalog for QUERY as a harness's tools/search does and
+prints the best --limit tools (default 5) with their score and the first
+sentence of their description. QUERY is free text, /regex/ over names and
+descriptions, or select:name1,name2.
+
 Examples:
   mcp-sidecar tools
   mcp-sidecar tools --server github
   mcp-sidecar tools --cached --config .mcp.json
   mcp-sidecar tools --json | jq -r '.tools[].name'
+  mcp-sidecar tools --cached --search "open a pull request"
 `
 
 type toolsReport struct {
@@ -70,6 +77,8 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	cached := fs.Bool("cached", false, "start lazily: stdio servers with a cached catalog stay dormant")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
+	query := fs.String("search", "", "rank the catalog for `QUERY` (tools/search) instead of listing it")
+	limit := fs.Int("limit", 0, "with --search, the most results `N` (default 5)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -81,11 +90,11 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 	l := loadConfig(env, files)
 	status := exitOK
-	if len(l.files) == 0 {
+	if !l.found() {
 		l.describeSources(stderr)
 		return exitFailure
 	}
-	for _, e := range l.problems {
+	for _, e := range l.problems() {
 		fmt.Fprintln(stderr, "config error:", e.Error())
 		status = exitFailure
 	}
@@ -135,6 +144,12 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	defer sess.close(ctx)
 	if prog != nil {
 		prog.finish()
+	}
+	if *query != "" {
+		if code := searchTools(ctx, env.Stdout, stderr, sess, *query, *limit, *asJSON); code != exitOK {
+			return code
+		}
+		return status
 	}
 	list, err := sess.toolsList(ctx)
 	if err != nil {
@@ -207,4 +222,31 @@ func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
 		}
 		tw.Flush()
 	}
+}
+
+// searchTools prints the tools/search results for query.
+func searchTools(ctx context.Context, stdout io.Writer, stderr io.Writer, sess *session, query string, limit int, asJSON bool) int {
+	var res protocol.ToolsSearchResult
+	err := sess.h.call(ctx, protocol.MethodToolsSearch, protocol.ToolsSearchParams{SessionID: sess.id, Query: query, Limit: limit}, &res)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
+		return exitFailure
+	}
+	if asJSON {
+		if err := writeJSON(stdout, res); err != nil {
+			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	if len(res.Results) == 0 {
+		fmt.Fprintf(stdout, "No tool matches %q.\n", query)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for i, r := range res.Results {
+		fmt.Fprintf(tw, "%d\t%s\t%.3g\t%s\n", i+1, r.Name, r.Score, orDash(clip(r.Description, 80)))
+	}
+	tw.Flush()
+	return exitOK
 }

@@ -1,0 +1,311 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
+)
+
+const corpusQueriesFile = "corpus/queries.json"
+
+// corpusQuery is one query of corpus/queries.json; answers are
+// "server/tool".
+type corpusQuery struct {
+	ID      int      `json:"id"`
+	Set     string   `json:"set"` // "dev" or "heldout"
+	Query   string   `json:"query"`
+	Answers []string `json:"answers"`
+}
+
+func loadQueries(tb testing.TB) []corpusQuery {
+	tb.Helper()
+	var f struct {
+		Queries []corpusQuery `json:"queries"`
+	}
+	readJSONFile(tb, corpusQueriesFile, &f)
+	return f.Queries
+}
+
+// ranker returns the qualified names of the best tools for a query, best
+// first.
+type ranker func(query string, limit int) []string
+
+// quality is recall@1, recall@5 and MRR (over the first 10) of a ranker on
+// a set of queries. recall@k is the share of a query's answers in the top
+// k, out of at most k (a query with three answers has recall@1 = 1 when
+// any answer ranks first); MRR is the mean of 1/rank of the first answer.
+type quality struct {
+	n                int
+	recall1, recall5 float64
+	mrr              float64
+	missed1          []string // queries whose first result is not an answer
+}
+
+const mrrDepth = 10
+
+func evaluate(qs []corpusQuery, answers func(corpusQuery) []string, rank ranker) quality {
+	var q quality
+	for _, cq := range qs {
+		want := answers(cq)
+		got := rank(cq.Query, mrrDepth)
+		hitsAt := func(k int) float64 {
+			n := 0
+			for _, name := range got[:min(k, len(got))] {
+				if slices.Contains(want, name) {
+					n++
+				}
+			}
+			return float64(n) / float64(min(k, len(want)))
+		}
+		q.n++
+		q.recall1 += hitsAt(1)
+		q.recall5 += hitsAt(5)
+		for i, name := range got {
+			if slices.Contains(want, name) {
+				q.mrr += 1 / float64(i+1)
+				break
+			}
+		}
+		if hitsAt(1) == 0 {
+			first := "nothing"
+			if len(got) > 0 {
+				first = got[0]
+			}
+			q.missed1 = append(q.missed1, fmt.Sprintf("%d %q: got %s, want %s", cq.ID, cq.Query, first, strings.Join(want, " ")))
+		}
+	}
+	if q.n > 0 {
+		q.recall1 /= float64(q.n)
+		q.recall5 /= float64(q.n)
+		q.mrr /= float64(q.n)
+	}
+	return q
+}
+
+// searchCorpus is the corpus with its queries, ready to evaluate.
+type searchCorpus struct {
+	tools   []catalog.Tool
+	queries []corpusQuery
+	// qualified maps "server/tool" to the qualified name.
+	qualified map[string]string
+}
+
+func loadSearchCorpus(tb testing.TB) *searchCorpus {
+	_, tools := loadCorpus(tb)
+	c := &searchCorpus{tools: tools, queries: loadQueries(tb), qualified: map[string]string{}}
+	for _, t := range tools {
+		c.qualified[t.Server+"/"+t.Name] = t.Qualified
+	}
+	for _, q := range c.queries {
+		for _, a := range q.Answers {
+			if c.qualified[a] == "" {
+				tb.Fatalf("query %d: answer %q is not in the corpus", q.ID, a)
+			}
+		}
+	}
+	return c
+}
+
+func (c *searchCorpus) answers(q corpusQuery) []string {
+	out := make([]string, len(q.Answers))
+	for i, a := range q.Answers {
+		out[i] = c.qualified[a]
+	}
+	return out
+}
+
+func (c *searchCorpus) subset(set string) []corpusQuery {
+	if set == "all" {
+		return c.queries
+	}
+	var out []corpusQuery
+	for _, q := range c.queries {
+		if q.Set == set {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// indexRanker ranks with tools/search's index.
+func indexRanker(tb testing.TB, tools []catalog.Tool, r search.Ranking) ranker {
+	ix := search.New(r).Update(tools)
+	return func(query string, limit int) []string {
+		res, err := ix.Search(query, search.Options{Limit: limit})
+		if err != nil {
+			tb.Fatalf("%q: %v", query, err)
+		}
+		names := make([]string, len(res))
+		for i, r := range res {
+			names[i] = r.Name
+		}
+		return names
+	}
+}
+
+// bm25 is the baseline: plain Okapi BM25 (k1 1.2, b 0.75) over each tool's
+// raw name and description, lower-cased and split at every character that
+// is not a letter or digit; no stemming, stop words or field weights.
+type bm25 struct {
+	names []string
+	docs  []map[string]int
+	lens  []int
+	avg   float64
+	df    map[string]int
+}
+
+func bm25Tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func newBM25(tools []catalog.Tool) *bm25 {
+	b := &bm25{df: map[string]int{}}
+	total := 0
+	for _, t := range tools {
+		toks := bm25Tokens(t.Name + " " + t.Description)
+		tf := map[string]int{}
+		for _, tok := range toks {
+			tf[tok]++
+		}
+		for tok := range tf {
+			b.df[tok]++
+		}
+		b.names = append(b.names, t.Qualified)
+		b.docs = append(b.docs, tf)
+		b.lens = append(b.lens, len(toks))
+		total += len(toks)
+	}
+	b.avg = float64(total) / float64(max(len(tools), 1))
+	return b
+}
+
+func (b *bm25) rank(query string, limit int) []string {
+	const k1, bb = 1.2, 0.75
+	n := float64(len(b.docs))
+	type scored struct {
+		i int
+		s float64
+	}
+	var hits []scored
+	q := bm25Tokens(query)
+	for i, tf := range b.docs {
+		s := 0.0
+		for _, tok := range q {
+			f := float64(tf[tok])
+			if f == 0 {
+				continue
+			}
+			df := float64(b.df[tok])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			s += idf * f * (k1 + 1) / (f + k1*(1-bb+bb*float64(b.lens[i])/b.avg))
+		}
+		if s > 0 {
+			hits = append(hits, scored{i, s})
+		}
+	}
+	slices.SortStableFunc(hits, func(x, y scored) int {
+		switch {
+		case x.s > y.s:
+			return -1
+		case x.s < y.s:
+			return 1
+		}
+		return 0
+	})
+	var out []string
+	for _, h := range hits[:min(limit, len(hits))] {
+		out = append(out, b.names[h.i])
+	}
+	return out
+}
+
+// TestSearchQuality checks the goal of issue 18 on the real corpus: the
+// index beats plain BM25 on recall@1 and MRR and is no worse on recall@5,
+// over all queries. The figures of every query set are logged (-v).
+func TestSearchQuality(t *testing.T) {
+	c := loadSearchCorpus(t)
+	ours := indexRanker(t, c.tools, search.DefaultRanking())
+	base := newBM25(c.tools).rank
+	for _, set := range []string{"dev", "heldout", "test", "all"} {
+		qs := c.subset(set)
+		o, b := evaluate(qs, c.answers, ours), evaluate(qs, c.answers, base)
+		t.Logf("%-7s n=%2d  tools/search R@1 %.3f R@5 %.3f MRR %.3f | BM25 R@1 %.3f R@5 %.3f MRR %.3f",
+			set, o.n, o.recall1, o.recall5, o.mrr, b.recall1, b.recall5, b.mrr)
+		if testing.Verbose() && set == "dev" { // held-out misses are not looked at
+			for _, m := range o.missed1 {
+				t.Logf("  missed@1 %s", m)
+			}
+		}
+		if set == "all" && (o.recall1 <= b.recall1 || o.mrr <= b.mrr || o.recall5 < b.recall5) {
+			t.Errorf("tools/search does not beat plain BM25 on all %d queries: R@1 %.3f vs %.3f, R@5 %.3f vs %.3f, MRR %.3f vs %.3f",
+				o.n, o.recall1, b.recall1, o.recall5, b.recall5, o.mrr, b.mrr)
+		}
+	}
+}
+
+// searchAblations are variations of the default ranking, each without one
+// of its parts, to show what each part is worth.
+func searchAblations() []struct {
+	name string
+	r    search.Ranking
+} {
+	type variant = struct {
+		name string
+		r    search.Ranking
+	}
+	d := search.DefaultRanking()
+	vs := []variant{{"default", d}}
+	v := d
+	v.Stem = false
+	vs = append(vs, variant{"no stemming", v})
+	v = d
+	v.Synonyms = false
+	vs = append(vs, variant{"no synonyms", v})
+	v = d
+	v.Exact = 0
+	vs = append(vs, variant{"no written forms", v})
+	v = d
+	v.Compounds = 0
+	vs = append(vs, variant{"no compounds", v})
+	v = d
+	v.NameCoverage = 0
+	vs = append(vs, variant{"no name coverage", v})
+	v = d
+	v.Weights = search.FieldWeights{Name: 1, Server: 1, Title: 1, Description: 1, ParamName: 1, ParamDescription: 1}
+	vs = append(vs, variant{"equal field weights", v})
+	v = d
+	v.Weights.ParamName, v.Weights.ParamDescription = 0, 0
+	vs = append(vs, variant{"no parameters", v})
+	v = d
+	v.Weights.Server = 0
+	vs = append(vs, variant{"no server name", v})
+	return vs
+}
+
+// TestSearchAblation logs the quality of each ablation on the development
+// queries (-v; MCP_SIDECAR_SEARCH_HELDOUT=1 adds the held-out ones, for
+// the final report only).
+func TestSearchAblation(t *testing.T) {
+	if !testing.Verbose() {
+		t.Skip("logs figures only: run with -v")
+	}
+	c := loadSearchCorpus(t)
+	sets := []string{"dev"}
+	if os.Getenv("MCP_SIDECAR_SEARCH_HELDOUT") == "1" {
+		sets = append(sets, "heldout", "test", "all")
+	}
+	for _, v := range searchAblations() {
+		rank := indexRanker(t, c.tools, v.r)
+		for _, set := range sets {
+			q := evaluate(c.subset(set), c.answers, rank)
+			t.Logf("%-20s %-7s R@1 %.3f R@5 %.3f MRR %.3f", v.name, set, q.recall1, q.recall5, q.mrr)
+		}
+	}
+}

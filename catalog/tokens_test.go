@@ -1,0 +1,62 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEstimateTokens(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		// 5 bytes, 1 word: 0.55 + 0.45
+		{"hello", 1},
+		// 13 bytes, 2 words, 7 punctuation: 1.43 + 0.9 + 3.5 (o200k_base
+		// makes 5 tokens of it)
+		{`{"a":"hello"}`, 6},
+		// 2 non-ASCII characters (4 and 3 bytes) count 2 each
+		{"🎯€", 4},
+		// invalid UTF-8 bytes count as non-ASCII characters, one each
+		{"\xff\xfe", 4},
+	}
+	for _, tt := range tests {
+		if got := EstimateTokens([]byte(tt.in)); got != tt.want {
+			t.Errorf("EstimateTokens(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSummaryJSON(t *testing.T) {
+	raw := `{"name":"n","title":"T","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},"description":"D",` +
+		`"outputSchema":{"type":"object"},"tokens":"server's own","annotations":{"readOnlyHint":true},"x-extra":[1]}`
+	tools, err := ParseTools("srv", raws(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools[0].Qualified = "mcp__srv__n"
+	got, err := tools[0].SummaryJSON(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The schemas go, the server's order and unknown members stay, and the
+	// sidecar's inputSchemaBytes and tokens come last (a server's member of
+	// the same name gives way).
+	want := `{"name":"mcp__srv__n","server":"srv","tool":"n","title":"T","description":"D","annotations":{"readOnlyHint":true},"x-extra":[1],` +
+		`"inputSchemaBytes":54,"tokens":42}`
+	if string(got) != want {
+		t.Errorf("SummaryJSON:\n got %s\nwant %s", got, want)
+	}
+	if n := len(`{"type":"object","properties":{"q":{"type":"string"}}}`); n != 54 {
+		t.Fatalf("schema is %d bytes", n)
+	}
+	// The full form keeps everything, the server's "tokens" member too.
+	full, err := tools[0].WireJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(full), `"tokens":"server's own"`) || !strings.Contains(string(full), `"outputSchema"`) {
+		t.Errorf("WireJSON lost members: %s", full)
+	}
+}

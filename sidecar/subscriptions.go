@@ -1,0 +1,105 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// A session's resource subscriptions live in its serverConn (subscribed):
+// they outlive a connection, so that each new connection to the server (a
+// reconnect, a restart after a crash) subscribes again before the server is
+// ready, and they end with the session.
+
+func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage) (result, error) {
+	p, err := decodeSubscribe(params)
+	if err != nil {
+		return result{}, err
+	}
+	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	defer release()
+	// Recorded first: a restart that happens meanwhile subscribes it on
+	// the new connection too.
+	sc.mu.Lock()
+	had := sc.subscribed[p.URI]
+	sc.subscribed[p.URI] = true
+	sc.mu.Unlock()
+	if err := conn.Subscribe(ctx, p.URI); err != nil {
+		if !had {
+			sc.mu.Lock()
+			delete(sc.subscribed, p.URI)
+			sc.mu.Unlock()
+		}
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: struct{}{}}, nil
+}
+
+func (s *Server) resourcesUnsubscribe(ctx context.Context, params json.RawMessage) (result, error) {
+	p, err := decodeSubscribe(params)
+	if err != nil {
+		return result{}, err
+	}
+	_, sc, err := s.sessionServer(p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	sc.mu.Lock()
+	delete(sc.subscribed, p.URI)
+	conn := sc.conn
+	sc.mu.Unlock()
+	// A server that is not running has no subscription to drop: it is not
+	// started for this.
+	if conn == nil {
+		return result{value: struct{}{}}, nil
+	}
+	if err := conn.Unsubscribe(ctx, p.URI); err != nil {
+		return result{}, sc.callError(ctx, conn, "", err)
+	}
+	return result{value: struct{}{}}, nil
+}
+
+func decodeSubscribe(params json.RawMessage) (protocol.ResourceSubscribeParams, error) {
+	var p protocol.ResourceSubscribeParams
+	if err := decodeParams(params, &p); err != nil {
+		return p, err
+	}
+	if p.URI == "" {
+		return p, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
+	}
+	return p, nil
+}
+
+// resubscribe subscribes a new connection to the session's resources. A
+// refusal is reported, not fatal: the server runs, without that update.
+func (sc *serverConn) resubscribe(ctx context.Context, conn *mcpclient.Conn) {
+	sc.mu.Lock()
+	uris := slices.Sorted(maps.Keys(sc.subscribed))
+	sc.mu.Unlock()
+	for _, uri := range uris {
+		if err := conn.Subscribe(ctx, uri); err != nil {
+			sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("resource %q of server %q not subscribed again after a new connection: %v", uri, sc.name, err))
+		}
+	}
+}
+
+// onResourceUpdated forwards a server's notifications/resources/updated
+// while the session has a subscription on that server (the URI may be a
+// part of a subscribed resource, so it is not matched exactly).
+func (sc *serverConn) onResourceUpdated(uri string) {
+	sc.mu.Lock()
+	n := len(sc.subscribed)
+	sc.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	sc.sess.srv.notify(protocol.NotifyResourceUpdated, protocol.ResourceUpdatedParams{SessionID: sc.sess.id, Server: sc.name, URI: uri})
+}

@@ -1,0 +1,82 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// Tasks (server side): a tools/call with task is forwarded with it and
+// answered with the server's CreateTaskResult; the task is then reached
+// with tasks/get, tasks/result, tasks/list and tasks/cancel on the same
+// server. Sandbox metadata and the binding check apply to a task-augmented
+// call as to any call (toolsCall).
+
+// taskMethod forwards tasks/get, tasks/result and tasks/cancel.
+func (s *Server) taskMethod(method string) handlerFunc {
+	return func(ctx context.Context, params json.RawMessage) (result, error) {
+		var p protocol.TaskParams
+		if err := decodeParams(params, &p); err != nil {
+			return result{}, err
+		}
+		if p.TaskID == "" {
+			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "taskId is required")
+		}
+		body, _ := json.Marshal(map[string]string{"taskId": p.TaskID})
+		return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+			return conn.Request(ctx, method, body)
+		})
+	}
+}
+
+func (s *Server) tasksList(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.TasksListParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	body := json.RawMessage(`{}`)
+	if p.Cursor != "" {
+		body, _ = json.Marshal(map[string]string{"cursor": p.Cursor})
+	}
+	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		return conn.Request(ctx, protocol.MethodTasksList, body)
+	})
+}
+
+// checkTaskMode refuses a call whose use of task does not match the tool's
+// execution.taskSupport: "required" needs task, and a tool that does not
+// say "optional" or "required" takes none (MCP: a client must not ask
+// such a tool for a task).
+func checkTaskMode(sc *serverConn, t catalog.Tool, task json.RawMessage) error {
+	var def struct {
+		Execution struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
+	}
+	_ = json.Unmarshal(t.Raw, &def) // the tool parsed when it was listed
+	support := def.Execution.TaskSupport
+	withTask := len(task) > 0 && string(task) != "null"
+	switch {
+	case support == "required" && !withTask:
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
+			fmt.Sprintf("tool %q of server %q must be called as a task (execution.taskSupport is \"required\"): give tools/call a task, e.g. {\"task\": {}}", t.Name, sc.name)).WithServer(sc.name, t.Name)
+	case withTask && support != "required" && support != "optional":
+		if support == "" {
+			support = "forbidden"
+		}
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
+			fmt.Sprintf("tool %q of server %q cannot be called as a task (execution.taskSupport is %q): call it without task", t.Name, sc.name, support)).WithServer(sc.name, t.Name)
+	case withTask && !isJSONObject(task):
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "task must be a JSON object ({} or {\"ttl\": milliseconds})")
+	}
+	return nil
+}
+
+// onTaskStatus forwards a server's notifications/tasks/status.
+func (sc *serverConn) onTaskStatus(params json.RawMessage) {
+	sc.sess.srv.notify(protocol.NotifyTaskStatus, protocol.TaskStatusParams{SessionID: sc.sess.id, Server: sc.name, Params: params})
+}
