@@ -985,16 +985,10 @@ func (sess *Session) rebuildCatalog() {
 
 // render makes a tool's forms for tools/list, with and without schemas.
 func (sess *Session) render(t catalog.Tool) toolRef {
-	w, err := t.WireJSON()
+	w, sum, tokens, err := t.Forms()
 	if err != nil { // ParseTools accepted the object: cannot happen
 		sess.srv.logger.Error("rendering tool", "err", err)
-		w = json.RawMessage(`{}`)
-	}
-	tokens := catalog.EstimateTokens(w)
-	sum, err := t.SummaryJSON(tokens)
-	if err != nil {
-		sess.srv.logger.Error("rendering tool", "err", err)
-		sum = json.RawMessage(`{}`)
+		w, sum = json.RawMessage(`{}`), json.RawMessage(`{}`)
 	}
 	return toolRef{wire: w, summary: sum, tokens: tokens}
 }

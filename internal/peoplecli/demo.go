@@ -232,7 +232,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 
 	out.printf("-> tools/call           mcp__example__nope (a tool that does not exist)\n")
 	if _, err = call("mcp__example__nope", map[string]any{}, nil); err != nil {
-		out.printf("     error: %v\n", err)
+		if pe := (*protocol.Error)(nil); errors.As(err, &pe) {
+			out.printf("     error %d (%s): %s\n", pe.Code, pe.Data.Kind, pe.Message)
+		} else {
+			out.printf("     error: %v\n", err)
+		}
 	}
 
 	var status protocol.ServersStatusResult

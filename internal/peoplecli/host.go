@@ -2,14 +2,11 @@ package peoplecli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -94,20 +91,19 @@ func (h *host) close(ctx context.Context) {
 	h.client.Close()
 }
 
-// describeRPCError keeps the sidecar's message, which is written for people,
-// and drops jsonrpc2's "jsonrpc2: code N message:" framing.
+// describeRPCError keeps the sidecar's message, which is written for
+// people, and adds its code.
 func describeRPCError(err error) error {
-	var je *jsonrpc2.Error
-	if !errors.As(err, &je) {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
 		return err
 	}
-	return &rpcError{code: je.Code, msg: je.Message, data: je.Data}
+	return &rpcError{code: pe.Code, msg: pe.Message}
 }
 
 type rpcError struct {
 	code int64
 	msg  string
-	data *json.RawMessage
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.msg, e.code) }
