@@ -19,10 +19,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // DefaultProtocolVersion is the version a connection asks for unless its
@@ -141,8 +143,9 @@ type Conn struct {
 	transport string
 	opts      Options
 	session   *mcp.ClientSession
-	proc      *process // nil for http
-	raw       *rawConn // nil for http
+	proc      *process         // nil for http
+	http      *headerTransport // nil for stdio
+	raw       *rawConn         // nil for http
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
@@ -383,8 +386,13 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
 	if c.proc == nil {
+		if c.http != nil {
+			if failure := c.http.startupFailure(); failure != nil {
+				return &startupError{msg: failure.Error(), cause: errors.Join(failure, err)}
+			}
+		}
 		if ctx.Err() != nil {
-			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, c.opts.Config.URL), cause: ctx.Err()}
+			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), cause: ctx.Err()}
 		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // ErrCancelled is the errors.Is target of a flow the user declined.
@@ -209,7 +211,10 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	if err != nil {
 		return fmt.Errorf("server %q: OAuth client: %w", srv.Name, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.url, nil)
+	// The configured URL, not the request's: the transport may have given
+	// go-sdk a redacted one (a secret in the query), and discovery and
+	// the resource parameter need the real one.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
 	if err != nil {
 		return fmt.Errorf("server %q: %w", srv.Name, err)
 	}
@@ -221,7 +226,9 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
 		}
-		return fmt.Errorf("server %q: authorization failed: %w", srv.Name, scrub(err))
+		// go-sdk's errors may quote the server's URL, secrets included.
+		msg := strings.ReplaceAll(scrub(err).Error(), srv.URL, redact.URL(srv.URL))
+		return fmt.Errorf("server %q: authorization failed: %s", srv.Name, msg)
 	}
 	if got == nil {
 		return fmt.Errorf("server %q: authorization ended without a token", srv.Name)

@@ -132,7 +132,6 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 // challenge is what a flow needs of the response that asked for
 // authorization.
 type challenge struct {
-	url    string
 	status int
 	header http.Header
 }
@@ -165,7 +164,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		h.m.opts.Logger.Info("refresh token rejected: authorizing again", "server", h.srv.Name)
 	}
-	return h.m.authorize(ctx, h, challenge{url: req.URL.String(), status: resp.StatusCode, header: resp.Header.Clone()})
+	return h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone()})
 }
 
 // bearerError is the error parameter of the Bearer challenge.

@@ -172,20 +172,29 @@ type SessionParams struct {
 type ToolsListParams struct {
 	SessionID string   `json:"sessionId"`
 	Servers   []string `json:"servers,omitempty"`
+	// Schemas false lists every tool without inputSchema and outputSchema,
+	// with inputSchemaBytes and tokens instead (default true).
+	Schemas *bool `json:"schemas,omitempty"`
 }
 
 // Tool is one entry of the session catalog. Schemas, annotations and _meta
-// are the bytes the server sent.
+// are the bytes the server sent; inputSchema is absent only in tools/list
+// with schemas: false.
 type Tool struct {
 	Name         string          `json:"name"`
 	Server       string          `json:"server"`
 	Tool         string          `json:"tool"`
 	Title        string          `json:"title,omitempty"`
 	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// InputSchemaBytes and Tokens replace the schemas in tools/list with
+	// schemas: false: the input schema's length as the server sent it, and
+	// the estimated tokens of the full definition.
+	InputSchemaBytes *int `json:"inputSchemaBytes,omitempty"`
+	Tokens           *int `json:"tokens,omitempty"`
 	// Approval is the approval mode configured for the tool (its
 	// approval_mode, else the server's default_tools_approval_mode); absent
 	// when neither is set.
@@ -265,6 +274,11 @@ type ServerStatus struct {
 	LastError       string          `json:"lastError,omitempty"`
 	Launcher        *LauncherStatus `json:"launcher,omitempty"`
 	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+	// Tools and Tokens are the size of the server's catalog in the session
+	// (live or cached) and the estimated tokens of its definitions; absent
+	// when the server has no catalog.
+	Tools  *int `json:"tools,omitempty"`
+	Tokens *int `json:"tokens,omitempty"`
 	// Source is where the server's definition came from.
 	Source *ConfigOrigin `json:"source,omitempty"`
 	// ConfigErrors are the errors of an invalid server's definition.
@@ -283,6 +297,8 @@ type ServerStatus struct {
 type ServersStatusResult struct {
 	Servers  []ServerStatus `json:"servers"`
 	Launcher LauncherStatus `json:"launcher"`
+	// Tokens is the estimated tokens of the whole session catalog.
+	Tokens int `json:"tokens"`
 }
 
 type StartupStatusParams struct {

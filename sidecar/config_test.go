@@ -202,3 +202,27 @@ func TestConfigDiscoveryForHosts(t *testing.T) {
 		t.Errorf("round 0: %+v", sum)
 	}
 }
+
+// TestSkippedStdoutLinesAreWarnings: a server that prints lines that are
+// not JSON-RPC on stdout works, and servers/status says so: the count and
+// the first line.
+func TestSkippedStdoutLinesAreWarnings(t *testing.T) {
+	h := newHarness(t)
+	noisy := fixture.Config("noisy", fixture.Spec{
+		BannerLines: []string{"Starting noisy server v1.2 on stdio", "loading plugins..."},
+		Tools:       []fixture.ToolSpec{tool("echo", "echo")},
+	})
+	h.initialize(map[string]*config.ServerConfig{"noisy": noisy}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	if sum := h.waitComplete(open.SessionID, 0); len(sum.Ready) != 1 {
+		t.Fatalf("round 0: %+v", sum)
+	}
+	var st protocol.ServersStatusResult
+	if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := st.Servers[0]
+	if s.State != protocol.StateReady || s.SkippedStdoutLines != 2 || s.FirstSkippedStdoutLine != "Starting noisy server v1.2 on stdio" {
+		t.Errorf("status: state %s, skipped %d, first %q", s.State, s.SkippedStdoutLines, s.FirstSkippedStdoutLine)
+	}
+}

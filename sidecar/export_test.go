@@ -17,6 +17,10 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// StartupWait is called when a request begins to wait for a startup
+	// of server in flight: for its initialize only (early is true: early
+	// resource discovery) or for readiness.
+	StartupWait func(session, server string, early bool)
 }
 
 // WithHooks returns opts with h installed.
@@ -26,6 +30,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		roundPrepared:     h.RoundPrepared,
 		backgroundRefresh: h.BackgroundRefresh,
 		refreshJoined:     h.RefreshJoined,
+		startupWait:       h.StartupWait,
 	}
 	return opts
 }

@@ -18,6 +18,10 @@ type testHooks struct {
 	// refreshJoined is called when a caller begins to wait for a refresh
 	// another caller is running.
 	refreshJoined func(session, server string)
+	// startupWait is called when a request begins to wait for a startup
+	// in flight: for its initialize only (early resource discovery) or for
+	// readiness.
+	startupWait func(session, server string, early bool)
 }
 
 // hook returns the server's test hooks (the zero value in production).

@@ -217,6 +217,10 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.toolsList, true
 	case protocol.MethodToolsCall:
 		return s.toolsCall, true
+	case protocol.MethodToolsSearch:
+		return s.toolsSearch, true
+	case protocol.MethodToolsGet:
+		return s.toolsGet, true
 	case protocol.MethodResourcesList:
 		return s.listMethod("resources"), true
 	case protocol.MethodResourceTemplates:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -282,4 +283,68 @@ func TestLauncherPathNotRepresentable(t *testing.T) {
 			p.wait(t)
 		})
 	}
+}
+
+// TestInitializeIsNotCancellable: a $/cancelRequest for initialize is
+// ignored. initialize is answered normally once its launcher probe ends,
+// with the verdict applied, and the sidecar serves sessions; a host never
+// sees a -32800 for an initialize that took effect anyway. The launcher
+// blocks until the test releases it, through a real sidecar process.
+func TestInitializeIsNotCancellable(t *testing.T) {
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	gate := filepath.Join(dir, "gate")
+	for _, fifo := range []string{started, gate} {
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binDir := filepath.Join(dir, "bin")
+	os.Mkdir(binDir, 0o755)
+	launcher := filepath.Join(binDir, "codex")
+	installLauncher(t, launcher, fmt.Sprintf("#!/bin/sh\necho up > '%s'\nread line < '%s'\n", started, gate)+strings.TrimPrefix(launcherScript, "#!/bin/sh\n"), 0o755)
+
+	cfg, rawLog := sandboxedServer(t)
+	h := newProcessHarness(t)
+	ctx, cancel := context.WithTimeout(h.ctx, testTimeout)
+	defer cancel()
+	id, waiter, err := h.client.Dispatch(ctx, protocol.MethodInitialize, map[string]any{
+		"clientInfo": map[string]any{"name": "test"},
+		"cacheDir":   h.cacheDir,
+		"servers":    map[string]*config.ServerConfig{"s": cfg},
+		"launcher":   map[string]any{"codexExecutable": launcher},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The probe is running: cancel initialize.
+	if _, err := os.ReadFile(started); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// The sidecar handles its input in order: once a later request is
+	// answered, the cancel was handled. (Before initialize is answered it
+	// is -32002; an initialize that ended early would make it -32001.)
+	if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": "none"}, nil); err == nil {
+		t.Fatal("servers/status of no session succeeded")
+	}
+	if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var init protocol.InitializeResult
+	if err := waiter.Wait(ctx, &init); err != nil {
+		t.Fatalf("cancelled initialize: %v, want it answered normally", err)
+	}
+	if got, want := describeLauncher(init.Launcher), "verified "+launcher; got != want {
+		t.Errorf("initialize launcher = %q, want %q", got, want)
+	}
+	h.client.Notify(ctx, protocol.MethodInitialized, map[string]any{})
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.toolsList(sid)
+	if got := launcherSent(t, h, sid, rawLog); got != launcher {
+		t.Errorf("launcher sent = %q, want %q", got, launcher)
+	}
+	h.wantCode(h.call(protocol.MethodInitialize, map[string]any{"clientInfo": map[string]any{"name": "test"}}, nil), protocol.CodeInvalidRequest)
 }

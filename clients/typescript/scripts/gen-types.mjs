@@ -36,6 +36,17 @@ function comment(text, indent = '') {
 
 const defPrefix = '#/$defs/';
 
+/**
+ * The options of a union, or null: anyOf whose options only add
+ * constraints (required members) to a typed schema does not make a union.
+ */
+function unionOf(s) {
+  const options = s.anyOf ?? s.oneOf;
+  if (!options) return null;
+  const shapes = options.some((o) => o.type !== undefined || o.$ref || o.enum || o.properties);
+  return shapes ? options : null;
+}
+
 /** The TypeScript type of a schema, at the given indentation. */
 function typeOf(s, indent) {
   if (s === true || s === undefined) return 'unknown';
@@ -45,8 +56,8 @@ function typeOf(s, indent) {
     return s.$ref.slice(defPrefix.length);
   }
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' | ');
-  if (s.anyOf) return s.anyOf.map((x) => typeOf(x, indent)).join(' | ');
-  if (s.oneOf) return s.oneOf.map((x) => typeOf(x, indent)).join(' | ');
+  const union = unionOf(s);
+  if (union) return union.map((x) => typeOf(x, indent)).join(' | ');
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   if (types.length === 0) return 'unknown';
   return types.map((t) => primitive(t, s, indent)).join(' | ');
@@ -112,7 +123,7 @@ emit('');
 
 for (const [name, s] of Object.entries(doc.$defs)) {
   comment(s.description);
-  const isObject = s.type === 'object' && !s.anyOf && !s.enum;
+  const isObject = s.type === 'object' && !unionOf(s) && !s.enum;
   if (isObject) {
     const t = objectType(s, '');
     if (t.startsWith('{\n')) {
@@ -121,6 +132,7 @@ for (const [name, s] of Object.entries(doc.$defs)) {
       emit(`export type ${name} = ${t};`);
     }
   } else {
+    if (s.properties) throw new Error(`$defs/${name} has properties but is not an object type: the generator does not know its shape`);
     emit(`export type ${name} = ${typeOf(s, '')};`);
   }
   emit('');

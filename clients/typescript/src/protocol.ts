@@ -43,14 +43,18 @@ export interface Limits {
   maxServerRequests?: number;
 }
 
-/** One MCP server, with Codex's configuration keys. Unknown keys are errors (-32602 naming the server and key). */
+/** One MCP server, with the keys of Codex's McpServerConfig. Unknown keys are ignored and reported as warnings (initialize's config.warnings), with a hint; a definition with errors makes the server invalid. */
 export interface ServerConfig {
   /** Program of a stdio server. */
   command?: string;
   args?: Array<string>;
   env?: { [key: string]: string };
-  /** Variables copied from the sidecar's environment. */
-  env_vars?: Array<string>;
+  /** Variables copied from the sidecar's environment: names, or Codex's {name, source} with source local or remote. */
+  env_vars?: Array<string | {
+    name: string;
+    source?: "local" | "remote";
+    [key: string]: unknown;
+  }>;
   cwd?: string;
   /** Endpoint of a Streamable HTTP server. */
   url?: string;
@@ -68,7 +72,44 @@ export interface ServerConfig {
   disabled_tools?: Array<string>;
   startup_readiness?: "connection" | "catalog";
   protocol_version?: string;
+  /** OAuth scopes to request (HTTP servers). */
   scopes?: Array<string>;
+  /** Codex's header helper command: accepted, not run (a warning says so). */
+  http_headers_helper?: string;
+  /** Codex's environment; only "local" exists for the sidecar. */
+  environment_id?: string;
+  /** Codex's authentication mode of an HTTP server. */
+  auth?: "oauth" | "chatgpt";
+  /** The server's tools may be called in parallel (reported to the host). */
+  supports_parallel_tool_calls?: boolean;
+  /** Codex's model-facing surfaces to keep the tools off (carried, not used). */
+  omit_tools_from?: Array<"code_mode" | "deferred" | "direct">;
+  /** Approval mode of the server's tools unless a tool sets its own (reported to the host). */
+  default_tools_approval_mode?: "auto" | "prompt" | "writes" | "approve";
+  /** Per-tool settings by tool name. */
+  tools?: { [key: string]: {
+      approval_mode?: "auto" | "prompt" | "writes" | "approve";
+      output_token_limit?: number;
+      [key: string]: unknown;
+    } };
+  /** OAuth resource (RFC 8707) of an HTTP server. */
+  oauth_resource?: string;
+  /** OAuth client of an HTTP server. */
+  oauth?: {
+    client_id?: string;
+    callback_url?: string;
+    callback_port?: number;
+    [key: string]: unknown;
+  };
+  /** Codex's legacy display name (ignored). */
+  name?: string;
+  /** Codex's top-level key, per server inline: where OAuth tokens are kept. */
+  mcp_oauth_credentials_store?: "auto" | "file" | "keyring";
+  /** Codex's top-level key, per server inline: the OAuth redirect port. */
+  mcp_oauth_callback_port?: number;
+  /** Codex's top-level key, per server inline: the OAuth redirect URL. */
+  mcp_oauth_callback_url?: string;
+  [key: string]: unknown;
 }
 
 export interface InitializeParams {
@@ -77,14 +118,15 @@ export interface InitializeParams {
   capabilities?: HostCapabilities;
   /** Folder of the catalog disk cache (default $XDG_CACHE_HOME/mcp-sidecar). */
   cacheDir?: string;
-  /** Config files to read: Codex config.toml, .mcp.json, .vscode/mcp.json. */
+  /** Config files to read (after configDiscovery): Codex config.toml, .mcp.json, .cursor/mcp.json, .vscode/mcp.json. */
   configFiles?: Array<string>;
-  /** Inline servers by name. */
+  /** Inline servers by name, after configFiles. */
   servers?: { [key: string]: ServerConfig };
-  /** Features to switch on or off by name; unknown names are ignored. */
+  /** Features to switch on or off by name; unknown names are ignored and reported in unknownFeatures. */
   features?: { [key: string]: boolean };
   launcher?: LauncherParams;
   limits?: Limits;
+  configDiscovery?: ConfigDiscovery;
 }
 
 /** The verdict on the launcher candidate. */
@@ -92,6 +134,8 @@ export interface LauncherStatus {
   status: "verified" | "unavailable";
   /** Why the launcher is unavailable. */
   reason?: string;
+  /** When verified: the file advertised as codex/sandbox-launcher, the candidate with its symlinks resolved. */
+  path?: string;
 }
 
 export interface SidecarCapabilities {
@@ -105,8 +149,11 @@ export interface InitializeResult {
   protocolVersion: number;
   capabilities: SidecarCapabilities;
   launcher: LauncherStatus;
-  /** Every configured server, sorted. */
+  /** Every configured server, valid or invalid, sorted. */
   servers: Array<string>;
+  config: ConfigReport;
+  /** Names in initialize.features the sidecar does not know (ignored). */
+  unknownFeatures?: Array<string>;
 }
 
 export interface SessionOpenParams {
@@ -127,8 +174,8 @@ export interface ServerState {
   state: State;
 }
 
-/** A server's state in a session. */
-export type State = "starting" | "ready" | "failed" | "dormant" | "disabled" | "cancelled" | "disconnected";
+/** A server's state in a session; invalid: its configuration entry has errors and it is never started. */
+export type State = "starting" | "ready" | "failed" | "dormant" | "disabled" | "cancelled" | "disconnected" | "invalid";
 
 export interface SessionOpenResult {
   sessionId: string;
@@ -148,9 +195,11 @@ export interface ToolsListParams {
   sessionId: string;
   /** Only these servers. */
   servers?: Array<string>;
+  /** false: every tool without inputSchema and outputSchema, with inputSchemaBytes and tokens instead (default true). */
+  schemas?: boolean;
 }
 
-/** One tool of the session catalog: the server's object as it sent it, with name qualified and server and tool added. Members MCP adds later pass through. */
+/** One tool of the session catalog: the server's object as it sent it, with name qualified and server and tool added. Members MCP adds later pass through; with tools/list schemas: false, without inputSchema and outputSchema but with inputSchemaBytes and tokens. */
 export interface Tool {
   /** The qualified name: mcp__<server>__<tool>. */
   name: string;
@@ -159,10 +208,16 @@ export interface Tool {
   tool: string;
   title?: string;
   description?: string;
-  inputSchema: { [key: string]: unknown };
+  inputSchema?: { [key: string]: unknown };
   outputSchema?: { [key: string]: unknown };
   annotations?: { [key: string]: unknown };
   _meta?: { [key: string]: unknown };
+  /** The approval mode configured for the tool (tools.TOOL.approval_mode, else the server's default_tools_approval_mode), for the host to enforce; absent when neither is set. */
+  approval?: "auto" | "prompt" | "writes" | "approve";
+  /** With schemas: false: the length in bytes of the input schema the server sent. */
+  inputSchemaBytes?: number;
+  /** With schemas: false: the estimated tokens of the tool's full definition (catalog.EstimateTokens). */
+  tokens?: number;
   [key: string]: unknown;
 }
 
@@ -174,6 +229,8 @@ export interface ServerCatalog {
   stale?: boolean;
   /** Why the server failed or disconnected. */
   error?: string;
+  /** The server's supports_parallel_tool_calls: its tools may be called in parallel. */
+  supportsParallelToolCalls?: boolean;
 }
 
 export interface ToolsListResult {
@@ -327,11 +384,28 @@ export interface ServerStatus {
   launcher?: LauncherStatus;
   /** The sandbox capability the server advertised. */
   sandbox?: "none" | "preferred" | "deprecated" | "both";
+  /** Where the server's definition came from. */
+  source?: ConfigOrigin;
+  /** The errors of an invalid server's definition. */
+  configErrors?: Array<ConfigProblem>;
+  /** The server's supports_parallel_tool_calls. */
+  supportsParallelToolCalls?: boolean;
+  approval?: ServerApproval;
+  /** Lines of the server's stdout that were not JSON-RPC and were skipped: it works, with a warning. */
+  skippedStdoutLines?: number;
+  /** The first skipped stdout line. */
+  firstSkippedStdoutLine?: string;
+  /** Tools of the server in the session catalog (live or cached); absent without a catalog. */
+  tools?: number;
+  /** Estimated tokens of those tools' definitions; absent without a catalog. */
+  tokens?: number;
 }
 
 export interface ServersStatusResult {
   servers: Array<ServerStatus>;
   launcher: LauncherStatus;
+  /** Estimated tokens of the whole session catalog. */
+  tokens: number;
 }
 
 export interface StartupStatusParams {
@@ -378,7 +452,9 @@ export interface ProgressParams {
 }
 
 export interface LogParams {
+  /** Absent for the sidecar's own messages (a change of the launcher verdict). */
   sessionId?: string;
+  /** Empty for the sidecar's own messages (a change of the launcher verdict). */
   server: string;
   /** An MCP log level, or stderr for a line of the server's stderr. */
   level: "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency" | "stderr";
@@ -439,6 +515,8 @@ export interface ErrorData {
   serverCode?: number;
   /** The MCP server's own error data, as received. */
   serverData?: unknown;
+  /** The configuration problems of a refused initialize. */
+  configErrors?: Array<ConfigProblem>;
 }
 
 export type Null = null;
@@ -532,6 +610,109 @@ export interface CreateTaskResult {
   [key: string]: unknown;
 }
 
+/** Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes). */
+export interface ConfigDiscovery {
+  /** Absolute working directory; project files are found from it up to the repository root. */
+  cwd: string;
+  /** Only these tools (absent: all). */
+  sources?: Array<"codex" | "claude" | "cursor" | "vscode">;
+}
+
+/** One error or warning of the configuration: file is a path, or "initialize" for inline servers; line and column locate a parse error. */
+export interface ConfigProblem {
+  file: string;
+  server?: string;
+  key?: string;
+  line?: number;
+  column?: number;
+  message: string;
+}
+
+/** Where a server's definition came from. */
+export interface ConfigOrigin {
+  /** A file, or "initialize". */
+  path: string;
+  tool?: "codex" | "claude" | "cursor" | "vscode";
+  scope?: "user" | "project" | "local";
+  /** The project of a Claude Code local scope. */
+  project?: string;
+}
+
+/** A source initialize read and the servers it defines. */
+export interface ConfigSource {
+  path: string;
+  tool?: "codex" | "claude" | "cursor" | "vscode";
+  scope?: "user" | "project" | "local";
+  project?: string;
+  servers: Array<string>;
+}
+
+/** A server defined again by a later source, whose definition counts. */
+export interface ConfigReplacement {
+  server: string;
+  by: ConfigOrigin;
+  over: ConfigOrigin;
+}
+
+/** What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored) and replaced definitions. */
+export interface ConfigReport {
+  sources: Array<ConfigSource>;
+  errors: Array<ConfigProblem>;
+  warnings: Array<ConfigProblem>;
+  replaced: Array<ConfigReplacement>;
+}
+
+/** A server's approval configuration for the host to enforce. */
+export interface ServerApproval {
+  /** default_tools_approval_mode. */
+  default?: "auto" | "prompt" | "writes" | "approve";
+  /** Each tool's own approval_mode. */
+  tools?: { [key: string]: "auto" | "prompt" | "writes" | "approve" };
+}
+
+export interface ToolsSearchParams {
+  /** The session, as session/open returned it. */
+  sessionId: string;
+  /** Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact qualified names. */
+  query: string;
+  /** The most results (default 5); select: returns every tool it names. */
+  limit?: number;
+  /** Only these servers of the session. */
+  servers?: Array<string>;
+}
+
+/** One tool found. */
+export interface ToolSearchResult {
+  /** The qualified name. */
+  name: string;
+  server: string;
+  /** The tool's name on its server. */
+  tool: string;
+  /** Higher is better; comparable within one result only. */
+  score: number;
+  /** The first sentence of the tool's description. */
+  description: string;
+}
+
+export interface ToolsSearchResult {
+  /** Best first. */
+  results: Array<ToolSearchResult>;
+}
+
+export interface ToolsGetParams {
+  /** The session, as session/open returned it. */
+  sessionId: string;
+  /** Qualified names. */
+  names: Array<string>;
+}
+
+export interface ToolsGetResult {
+  /** The full definitions found, in the order asked (as tools/list shows them). */
+  tools: Array<Tool>;
+  /** Names the session catalog does not have. */
+  missing: Array<string>;
+}
+
 /** Requests from the host to the sidecar: params and result of each method. */
 export interface RequestMap {
   /** Configures the sidecar: servers, features, launcher, limits. First request, once. */
@@ -544,6 +725,10 @@ export interface RequestMap {
   "tools/list": { params: ToolsListParams; result: ToolsListResult };
   /** Calls one tool; the result is the server's CallToolResult as received (with task: its CreateTaskResult). */
   "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult };
+  /** Ranks the session catalog for a query (free text, /regex/, select:names); dormant servers are searched in their cached catalog. Waits for startups in flight and refreshes stale catalogs first. */
+  "tools/search": { params: ToolsSearchParams; result: ToolsSearchResult };
+  /** The full definitions of tools named by qualified name, in the order asked; names the catalog lacks are listed in missing. */
+  "tools/get": { params: ToolsGetParams; result: ToolsGetResult };
   /** One page of a server's resources, or every page with all. */
   "resources/list": { params: ServerRequestParams; result: ResourcesListResult };
   /** One page of a server's resource templates, or every page with all. */
@@ -656,6 +841,8 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "session/close": ["unknown_session"],
   "tools/list": ["unknown_session","unknown_server"],
   "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tools/search": ["unknown_session","unknown_server"],
+  "tools/get": ["unknown_session"],
   "resources/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "resources/read": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
