@@ -23,6 +23,18 @@ import (
 // ErrCancelled is the errors.Is target of a flow the user declined.
 var ErrCancelled = errors.New("authorization cancelled by the user")
 
+// FlowError is an authorization flow that failed on the way: discovery,
+// registration, the authorization server's answer, the issuer or state
+// checks, the token exchange. Reason is go-sdk's account, without secrets.
+type FlowError struct {
+	Server string
+	Reason string
+}
+
+func (e *FlowError) Error() string {
+	return fmt.Sprintf("server %q: OAuth authorization failed: %s", e.Server, e.Reason)
+}
+
 // flow is one authorization in progress for one key.
 type flow struct {
 	done     chan struct{}
@@ -71,8 +83,8 @@ func (m *Manager) authorize(ctx context.Context, h *Handler, ch challenge) error
 		go m.runFlow(f, h, ch)
 	}
 	m.mu.Unlock()
-	if !started && m.joined != nil {
-		m.joined(h.srv.Key())
+	if !started && m.opts.Joined != nil {
+		m.opts.Joined(h.srv.Key())
 	}
 	return h.wait(ctx, f, started)
 }
@@ -228,7 +240,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		}
 		// go-sdk's errors may quote the server's URL, secrets included.
 		msg := strings.ReplaceAll(scrub(err).Error(), srv.URL, redact.URL(srv.URL))
-		return fmt.Errorf("server %q: authorization failed: %s", srv.Name, msg)
+		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {
 		return fmt.Errorf("server %q: authorization ended without a token", srv.Name)
@@ -242,6 +254,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	if creds.GrantedScopes == nil {
 		creds.GrantedScopes = slices.Clone(gotCfg.Scopes)
 	}
+	slices.Sort(creds.GrantedScopes)
 	if fromConfig && gotCfg.ClientID == srv.ClientID {
 		creds.ClientFromConfig = true
 	} else {
