@@ -22,5 +22,9 @@ func TestMain(m *testing.M) {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		os.Exit(sidecar.Serve(context.Background(), os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger}))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, dir := range buildDirs {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
