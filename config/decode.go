@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
 )
 
 // dialect is the flavour of one server definition: which keys it may use,
@@ -746,40 +748,5 @@ func (sd *serverDecoder) number(key string, v any) (float64, bool) {
 	return 0, false
 }
 
-// closest suggests a known key within two edits of key (one for short
-// keys, where two edits make another word), for typos.
-func closest(key string, known []string) string {
-	best, bestDist := "", 3
-	if len(key) <= 4 {
-		bestDist = 2
-	}
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt // not a typo of a short key; also bounds the work
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// closest suggests a known key for a typo.
+func closest(key string, known []string) string { return suggest.Closest(key, known) }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -90,6 +91,10 @@ type Options struct {
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
 	HTTPClient *http.Client
+	// OAuth authorizes a Streamable HTTP connection: it supplies the
+	// bearer token of every request and is asked to authorize on 401 and
+	// 403 (package oauth). Nil: no OAuth.
+	OAuth auth.OAuthHandler
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before
 	// SIGKILL. Defaults 2 s each.

@@ -18,6 +18,8 @@ import (
 type host struct {
 	client    *hostclient.Client
 	serveDone chan struct{}
+	// log prints the sidecar's warnings for people.
+	log *peopleLog
 
 	mu       sync.Mutex
 	handlers []func(hostclient.Notification)
@@ -28,13 +30,13 @@ type host struct {
 func startHost(ctx context.Context, env Env, logOut io.Writer) *host {
 	hostR, sidecarW := io.Pipe() // sidecar -> host
 	sidecarR, hostW := io.Pipe() // host -> sidecar
-	h := &host{serveDone: make(chan struct{})}
+	h := &host{serveDone: make(chan struct{}), log: newPeopleLog(logOut)}
 	go func() {
 		defer close(h.serveDone)
 		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{
 			Version: env.Version,
 			Env:     env.LookupEnv,
-			Logger:  slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Logger:  slog.New(h.log),
 		})
 		// Serve closed its stream (and so both pipe ends it holds); this
 		// is for the host's reader should that ever change.
