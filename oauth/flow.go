@@ -29,6 +29,9 @@ var ErrCancelled = errors.New("authorization cancelled by the user")
 type FlowError struct {
 	Server string
 	Reason string
+	// Began says the flow got as far as an authorization URL: the server
+	// does OAuth, and the failure is the flow's, not a missing OAuth.
+	Began bool
 }
 
 func (e *FlowError) Error() string {
@@ -96,8 +99,10 @@ type timeoutError struct {
 	key    string
 }
 
-func (e *timeoutError) Error() string {
-	msg := fmt.Sprintf("server %q: authorization not completed within %s", e.server, e.after)
+func (e *timeoutError) Error() string { return fmt.Sprintf("server %q: %s", e.server, e.reason()) }
+
+func (e *timeoutError) reason() string {
+	msg := fmt.Sprintf("not completed within %s", e.after)
 	if e.key != "" {
 		msg += " (" + e.key + ")"
 	}
@@ -114,7 +119,15 @@ func (m *Manager) runFlow(f *flow, h *Handler, ch challenge) {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, ErrCancelled) {
 			var te *timeoutError
 			if errors.As(cause, &te) {
-				err = te
+				err = &FlowError{Server: srv.Name, Reason: te.reason()}
+			}
+		}
+		var fe *FlowError
+		if errors.As(err, &fe) {
+			select {
+			case <-f.urlReady:
+				fe.Began = true
+			default:
 			}
 		}
 		m.opts.Logger.Info("authorization failed", "server", srv.Name, "err", err)

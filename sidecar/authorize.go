@@ -14,7 +14,6 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -54,54 +53,11 @@ func (s *Server) newAuthManager(p *protocol.InitializeParams) *oauth.Manager {
 	})
 }
 
-// oauthServer describes sc's server to the OAuth manager. ok is false for
-// a server OAuth does not apply to: stdio, or one configured with its own
-// Authorization (a bearer token or header).
-func oauthServer(cfg *config.ServerConfig, env config.Lookup) (srv oauth.Server, ok bool, err error) {
-	if cfg.Transport() != config.TransportHTTP || cfg.BearerTokenEnvVar != "" {
-		return oauth.Server{}, false, nil
-	}
-	for k := range cfg.HTTPHeaders {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return oauth.Server{}, false, nil
-		}
-	}
-	for k := range cfg.EnvHTTPHeaders {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return oauth.Server{}, false, nil
-		}
-	}
-	srv = oauth.Server{Name: cfg.Name, URL: cfg.URL, Scopes: cfg.Scopes, Resource: cfg.OAuthResource, CallbackURL: cfg.OAuthCallbackURL}
-	if cfg.OAuthCallbackPort != nil {
-		srv.CallbackPort = *cfg.OAuthCallbackPort
-	}
-	if o := cfg.OAuth; o != nil {
-		srv.ClientID = o.ClientID
-		if o.CallbackURL != "" {
-			srv.CallbackURL = o.CallbackURL
-		}
-		if o.CallbackPort != nil {
-			srv.CallbackPort = *o.CallbackPort
-		}
-		if name := o.ClientSecretEnvVar; name != "" {
-			v, found := env(name)
-			if !found || v == "" {
-				return srv, true, &oauthConfigError{fmt.Sprintf("server %q: environment variable %s (oauth.client_secret_env_var) is not set", cfg.Name, name)}
-			}
-			srv.ClientSecret = v
-		}
-	}
-	if cfg.OAuthCredentialsStore == "keyring" {
-		return srv, true, &oauthConfigError{fmt.Sprintf(`server %q: mcp_oauth_credentials_store = "keyring": mcp-sidecar keeps OAuth tokens only in its own credentials file (0600); set it to "file" or "auto" to use it`, cfg.Name)}
-	}
-	return srv, true, nil
-}
-
 // oauthHandler is the OAuth handler of one connection of sc, or nil when
 // OAuth does not apply. budget is the startup the connection belongs to.
 func (sc *serverConn) oauthHandler(budget *startBudget) auth.OAuthHandler {
 	sess := sc.sess
-	srv, ok, err := oauthServer(sc.cfg, sess.srv.opts.Env)
+	srv, ok, err := oauth.ServerFor(sc.cfg, sess.srv.opts.Env)
 	if !ok {
 		return nil
 	}
@@ -140,12 +96,6 @@ func (h refusingHandler) Authorize(_ context.Context, _ *http.Request, resp *htt
 	return h.err
 }
 
-// oauthConfigError is OAuth configuration that cannot be used; it is
-// reported when the server asks for authorization.
-type oauthConfigError struct{ msg string }
-
-func (e *oauthConfigError) Error() string { return e.msg }
-
 // authorizationError turns an OAuth error of sc's startup into the error
 // the host sees; ok is false for errors OAuth has no part in. A server
 // that needs a user is needs_authorization; a configuration that cannot
@@ -153,7 +103,7 @@ func (e *oauthConfigError) Error() string { return e.msg }
 // answered.
 func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	var na *oauth.NeedsAuthorizationError
-	var ce *oauthConfigError
+	var ce *oauth.ConfigError
 	var fe *oauth.FlowError
 	switch {
 	case errors.As(err, &na):
@@ -161,14 +111,16 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	case errors.Is(err, oauth.ErrCancelled):
 		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
 	case errors.As(err, &ce):
-		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.msg).WithServer(sc.name, ""), true
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.Error()).WithServer(sc.name, ""), true
 	case errors.As(err, &fe):
 		prefix := fmt.Sprintf("server %q: ", sc.name)
 		answered := strings.TrimPrefix(err.Error(), prefix)
 		why := strings.TrimPrefix(fe.Error(), prefix)
-		msg := fmt.Sprintf("server %q failed to start: %s", sc.name, answered)
-		if !strings.Contains(answered, why) {
-			msg += "; " + why
+		// A flow that began says it all; one that could not begin (no
+		// authorization server found) goes with what the server answered.
+		msg := fmt.Sprintf("server %q failed to start: %s", sc.name, why)
+		if !fe.Began && !strings.Contains(answered, why) {
+			msg = fmt.Sprintf("server %q failed to start: %s; %s", sc.name, answered, why)
 		}
 		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry(), true
 	}
@@ -199,7 +151,7 @@ func authorizationURLOf(err error) string {
 // pendingAuthorization is the URL of sc's flow waiting for the user, if
 // one is.
 func (sc *serverConn) pendingAuthorization() string {
-	srv, ok, err := oauthServer(sc.cfg, sc.sess.srv.opts.Env)
+	srv, ok, err := oauth.ServerFor(sc.cfg, sc.sess.srv.opts.Env)
 	if !ok || err != nil {
 		return ""
 	}
@@ -210,7 +162,7 @@ func (sc *serverConn) pendingAuthorization() string {
 // authorizationStatus is sc's authorization for servers/status: nil for a
 // server that neither has a token nor asked for one.
 func (sc *serverConn) authorizationStatus(state string) *protocol.ServerAuthorization {
-	srv, ok, err := oauthServer(sc.cfg, sc.sess.srv.opts.Env)
+	srv, ok, err := oauth.ServerFor(sc.cfg, sc.sess.srv.opts.Env)
 	if !ok || err != nil {
 		return nil
 	}
@@ -240,7 +192,7 @@ func (s *Server) authorized(key oauth.Key) {
 	s.mu.Unlock()
 	for _, sess := range sessions {
 		for _, sc := range sess.allServers() {
-			srv, ok, err := oauthServer(sc.cfg, s.opts.Env)
+			srv, ok, err := oauth.ServerFor(sc.cfg, s.opts.Env)
 			if !ok || err != nil || srv.Key().ID() != key.ID() {
 				continue
 			}
@@ -263,7 +215,7 @@ func (s *Server) serversLogout(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	srv, ok, _ := oauthServer(sc.cfg, s.opts.Env)
+	srv, ok, _ := oauth.ServerFor(sc.cfg, s.opts.Env)
 	if !ok {
 		return result{value: protocol.LogoutResult{}}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -38,7 +39,8 @@ stderr) and prints a table:
 
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
-  STATUS      ready, failed, cancelled, disabled, or invalid (config error)
+  STATUS      ready, failed, cancelled, disabled, invalid (config error), or
+              needs_authorization (OAuth: run 'mcp-sidecar login SERVER')
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
   BYTES       the JSON of those tools as tools/list gives them to a harness
@@ -48,6 +50,10 @@ stderr) and prints a table:
   SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
   LAST STDERR the server's last stderr line, for a server that failed
+
+Below the table, OAuth lists the servers that use it: which are authorized
+and when their tokens expire (they are renewed without you while a refresh
+token is kept).
 
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
@@ -115,6 +121,9 @@ type doctorServer struct {
 	ProtocolVersion        string `json:"protocolVersion,omitempty"`
 	Error                  string `json:"error,omitempty"`
 	LastStderr             string `json:"lastStderr,omitempty"`
+	// Authorization is the OAuth state of a server that is authorized or
+	// needs authorization (never a token).
+	Authorization *protocol.ServerAuthorization `json:"authorization,omitempty"`
 }
 
 // Doctor runs the doctor command.
@@ -233,6 +242,13 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 			ds.SkippedStdoutLines, ds.FirstSkippedStdoutLine = st.SkippedStdoutLines, st.FirstSkippedStdoutLine
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
+		ds.Authorization = st.Authorization
+		if ds.Status == protocol.StatusNeedsAuthorization {
+			ds.Error = fmt.Sprintf("needs authorization: run 'mcp-sidecar login %s'", name)
+			if cfg.Required || *strict {
+				rep.OK = false
+			}
+		}
 		if ds.Status == protocol.StatusFailed || ds.Status == protocol.StatusCancelled {
 			ds.Error = run.err
 			if ds.Error == "" {
@@ -347,6 +363,7 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			fmt.Fprintln(w, "    A server must print only JSON-RPC on stdout; logs belong on stderr.")
 		}
 	}
+	printAuthorizations(w, rep.Servers, time.Now())
 	// Without a verified launcher the line above says it all.
 	var why []string
 	for _, s := range rep.Servers {
@@ -357,6 +374,27 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 	if len(why) > 0 {
 		fmt.Fprintln(w, "\nNo launcher for:")
 		for _, l := range why {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// printAuthorizations lists the servers that use OAuth: which are
+// authorized and when their tokens expire.
+func printAuthorizations(w io.Writer, servers []doctorServer, now time.Time) {
+	var lines []string
+	for _, s := range servers {
+		a := s.Authorization
+		switch {
+		case a != nil && a.Authorized:
+			lines = append(lines, fmt.Sprintf("  %s: authorized (%s)", s.Name, describeToken(a, now)))
+		case s.Status == protocol.StatusNeedsAuthorization || a != nil:
+			lines = append(lines, fmt.Sprintf("  %s: not authorized: run 'mcp-sidecar login %s'", s.Name, s.Name))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "\nOAuth:")
+		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}
 	}
