@@ -141,7 +141,7 @@ func TestCmdVersionAndUsage(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("--help: %s", r)
 	}
-	for _, cmd := range []string{"doctor", "tools", "call SERVER TOOL", "probe-launcher PATH", "version, --version"} {
+	for _, cmd := range []string{"doctor", "tools", "call [SERVER] TOOL", "resources", "prompts", "probe-launcher PATH", "version"} {
 		if !strings.Contains(r.stdout, "mcp-sidecar "+cmd) {
 			t.Errorf("usage lacks %q:\n%s", cmd, r.stdout)
 		}
@@ -155,7 +155,10 @@ func TestCmdBadCommandLine(t *testing.T) {
 		{"doctor", "stray.toml"},
 		{"tools", "extra"},
 		{"call"},
-		{"call", "only-server"},
+		{"call", "--command", "x", "--url", "http://h/mcp", "t"},
+		{"tools", "--header", "A: b"},
+		{"resources", "read"},
+		{"prompts", "nope"},
 		{"call", "srv", "tool", "not json"},
 		{"call", "srv", "tool", "[1,2]"},
 		{"call", "srv", "tool", "{}", "extra"},

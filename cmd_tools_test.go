@@ -100,9 +100,9 @@ func TestCmdTools(t *testing.T) {
 	for _, want := range []string{
 		"alpha (stdio, ready, catalog live, 2 tools; disk cache: hit, 2 tools, ",
 		"beta (stdio, ready, catalog live, 1 tools; disk cache: hit, 3 tools, ",
-		"  mcp__alpha__search  Search the things\n",
-		"  mcp__alpha__fetch   -\n",
-		"  mcp__beta__tool_1  generated tool 1\n",
+		"  search()\n      Search the things\n",
+		"  fetch()\n",
+		"  tool_1(x?: string)\n      generated tool 1\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
@@ -138,7 +138,7 @@ func TestCmdToolsFailures(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("want exit 1 with a failed server: %s", r)
 	}
-	for _, want := range []string{"down (stdio, failed, catalog none, 0 tools", "last stderr line: fixture: exiting at start", "mcp__ok__tool_0"} {
+	for _, want := range []string{"down (stdio, failed, catalog none, 0 tools", "last stderr line: fixture: exiting at start", "  tool_0(x?: string)\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
 	"go.uber.org/goleak"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -107,7 +106,7 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
-				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
+				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "not handled")
 			}
 			return h.onRequest(ctx, method, params)
 		},
@@ -188,24 +187,18 @@ func (h *harness) call(method string, params, result any) error {
 	return h.client.Call(ctx, method, params, result)
 }
 
-// rpcError returns err as a JSON-RPC error with decoded data, or fails.
-func (h *harness) rpcError(err error) (*jsonrpc2.Error, protocol.ErrorData) {
+// rpcError returns err as a JSON-RPC error with its data, or fails.
+func (h *harness) rpcError(err error) (*protocol.Error, protocol.ErrorData) {
 	h.t.Helper()
-	var je *jsonrpc2.Error
-	if !errors.As(err, &je) {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
 		h.t.Fatalf("want a JSON-RPC error, got %v", err)
 	}
-	var data protocol.ErrorData
-	if je.Data != nil {
-		if err := json.Unmarshal(*je.Data, &data); err != nil {
-			h.t.Fatalf("error data %s: %v", *je.Data, err)
-		}
-	}
-	return je, data
+	return pe, pe.Data
 }
 
 // wantCode fails unless err is a JSON-RPC error with code and returns it.
-func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.ErrorData) {
+func (h *harness) wantCode(err error, code int64) (*protocol.Error, protocol.ErrorData) {
 	h.t.Helper()
 	if err == nil {
 		h.t.Fatalf("want error %d, got success", code)

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -49,6 +50,8 @@ type environment struct {
 	startSem          *semaphore.Weighted
 	shared            *catalog.SharedListings
 	disk              *catalog.DiskCache
+	// auth keeps the OAuth credentials and runs the authorization flows.
+	auth *oauth.Manager
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -179,6 +182,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	}
 
 	env.launcher = s.newLauncher(ctx, params)
+	env.auth = s.newAuthManager(&p)
 
 	s.mu.Lock()
 	s.env = env
@@ -253,6 +257,8 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.serversReconnect, true
 	case protocol.MethodServersStatus:
 		return s.serversStatus, true
+	case protocol.MethodServersLogout:
+		return s.serversLogout, true
 	case protocol.MethodResourcesSubscribe:
 		return s.resourcesSubscribe, true
 	case protocol.MethodResourcesUnsubscribe:

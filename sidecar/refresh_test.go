@@ -14,9 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // ctlServer is an in-process Streamable HTTP MCP server whose requests
@@ -170,7 +170,7 @@ func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
 	h.notified.wait(t, 1, "the list_changed notification")
 
 	const n = 8
-	var waits []jsonrpc2.Waiter
+	var waits []hostclient.Waiter
 	for range n {
 		_, w, err := h.client.Dispatch(h.ctx, protocol.MethodToolsList, map[string]any{"sessionId": sid})
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -583,7 +582,7 @@ func TestPendingRequestsBounded(t *testing.T) {
 		Tools: []fixture.ToolSpec{tool("sleep", "sleep"), tool("echo", "echo")},
 	})}, map[string]any{"limits": map[string]any{"maxPendingPerSession": 2}})
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
-	var ids []jsonrpc2.ID
+	var ids []json.RawMessage
 	for i, tok := range []string{"p-1", "p-2"} {
 		id, _, err := h.client.Dispatch(h.ctx, protocol.MethodToolsCall, map[string]any{
 			"sessionId": sid, "name": "mcp__s__sleep", "arguments": map[string]any{"ms": 60000, "tag": tok},
@@ -697,8 +696,8 @@ func TestEverySchemaMethodIsServed(t *testing.T) {
 			continue // the lifecycle tests send these
 		}
 		err := h.call(r.Method, minimalInstance(t, m, r.Params), nil)
-		var je *jsonrpc2.Error
-		if errors.As(err, &je) && je.Code == protocol.CodeMethodNotFound {
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code == protocol.CodeMethodNotFound {
 			t.Errorf("%s is in schema/protocol.schema.json but the sidecar does not serve it", r.Method)
 		}
 	}

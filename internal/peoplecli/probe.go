@@ -10,7 +10,7 @@ import (
 )
 
 // ProbeDoc is probe-launcher's help text.
-const ProbeDoc = `Usage: mcp-sidecar probe-launcher [--json] PATH
+const ProbeDoc = `Usage: mcp-sidecar probe-launcher PATH [--json]
 
 Runs the sidecar's launcher probe on PATH, a candidate sandbox launcher (the
 Codex executable a harness passes as initialize.launcher.codexExecutable),
@@ -50,17 +50,12 @@ type probeReport struct {
 
 // ProbeLauncher runs the probe-launcher command.
 func ProbeLauncher(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("probe-launcher", ProbeDoc, env.Stderr)
+	fs := newFlagSet()
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+	if code, done := parseFlags(env, "probe-launcher", fs, args, 1, 1); done {
+		return code
 	}
-	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar probe-launcher: want one PATH, got %d arguments\nRun 'mcp-sidecar probe-launcher --help' for usage.\n", len(pos))
-		return exitUsage
-	}
-	path := pos[0]
+	path := fs.Arg(0)
 	res := launcherprobe.New().Probe(ctx, path)
 	rep := probeReport{Path: path, Status: string(res.Status), Reason: res.Reason}
 	if !res.Verified() {

@@ -1,10 +1,15 @@
 package peoplecli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -12,10 +17,13 @@ import (
 
 // loaded is the user's configuration as the commands see it.
 type loaded struct {
-	// given are the --config files; nil when the files were discovered.
+	// given are the --config files; nil when the files were discovered
+	// or the server was given on the command line.
 	given []string
+	// inline is the server given with --command or --url.
+	inline json.RawMessage
 	// sources were read, in order; looked are the places discovery
-	// considered (when no --config was given).
+	// considered (when neither --config nor a server was given).
 	sources []config.Source
 	looked  []config.Source
 	cfg     *config.Loaded
@@ -36,6 +44,191 @@ func (l *loaded) invalid(name string) []*config.Error {
 func (l *loaded) problems() config.Errors { return l.cfg.Errors }
 func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
 
+// serverFlags say which servers a command for people uses: the config
+// files (--config), or one server given on the command line (--command or
+// --url, with --header and --name), else the files discovery finds.
+type serverFlags struct {
+	config  []string
+	command string
+	url     string
+	headers []string
+	name    string
+}
+
+func (f *serverFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
+	fs.StringVar(&f.command, "command", "", "try a stdio server without a config: `\"CMD ARGS...\"`, e.g. \"npx -y @modelcontextprotocol/server-everything\"")
+	fs.StringVar(&f.url, "url", "", "try a Streamable HTTP server without a config: its `URL`")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
+	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
+}
+
+// load reads the configuration the flags name.
+func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.command == "" && f.url == "" {
+		if len(f.headers) > 0 || f.name != "" {
+			return nil, fmt.Errorf("--header and --name go with --command or --url")
+		}
+		return loadConfig(env, f.config), nil
+	}
+	if f.command != "" && f.url != "" {
+		return nil, fmt.Errorf("give --command or --url, not both")
+	}
+	if len(f.config) > 0 {
+		return nil, fmt.Errorf("--config and --command/--url cannot be combined")
+	}
+	entry := map[string]any{}
+	name := f.name
+	if f.command != "" {
+		words, err := splitWords(f.command)
+		if err != nil || len(words) == 0 {
+			return nil, fmt.Errorf("--command: %s", orText(err, "empty command"))
+		}
+		entry["command"], entry["args"] = words[0], words[1:]
+		if name == "" {
+			name = nameFromCommand(words)
+		}
+	} else {
+		entry["url"] = f.url
+		if len(f.headers) > 0 {
+			h := map[string]string{}
+			for _, kv := range f.headers {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return nil, fmt.Errorf("--header %q: want \"NAME: VALUE\"", strings.SplitN(kv, ":", 2)[0])
+				}
+				h[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			entry["http_headers"] = h
+		}
+		if name == "" {
+			name = nameFromURL(f.url)
+		}
+	}
+	if len(f.headers) > 0 && f.url == "" {
+		return nil, fmt.Errorf("--header goes with --url")
+	}
+	inline, err := json.Marshal(map[string]any{name: entry})
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{inline: inline, cwd: env.Cwd}
+	l.cfg = config.Load(nil, inline, env.lookup)
+	l.servers = l.cfg.Valid()
+	l.names = l.cfg.Names()
+	return l, nil
+}
+
+func orText(err error, text string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return text
+}
+
+// splitWords splits a command line as a shell would for plain words,
+// single and double quotes and backslashes; nothing is expanded.
+func splitWords(s string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside a word
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case quote == '"':
+			switch {
+			case r == '"':
+				quote = 0
+			case r == '\\' && i+1 < len(rs) && strings.ContainsRune(`"\$`+"`", rs[i+1]):
+				i++
+				cur.WriteRune(rs[i])
+			default:
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == '\\' && i+1 < len(rs):
+			i++
+			cur.WriteRune(rs[i])
+			in = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// nameFromCommand names a server given by --command: its package or
+// script (the last word that is not a flag), without a version.
+func nameFromCommand(words []string) string {
+	name := words[0]
+	for _, w := range words[1:] {
+		if !strings.HasPrefix(w, "-") {
+			name = w
+		}
+	}
+	name = filepath.Base(name)
+	if i := strings.LastIndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	return serverName(name, "server")
+}
+
+// nameFromURL names a server given by --url after its host.
+func nameFromURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "server"
+	}
+	host := u.Hostname()
+	if parts := strings.Split(host, "."); len(parts) > 2 && parts[0] == "mcp" {
+		host = parts[1]
+	} else {
+		host = parts[0]
+	}
+	return serverName(host, "server")
+}
+
+// serverName makes s a valid server name (letters, digits, '_', '-').
+func serverName(s, fallback string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '_', r == '-', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if strings.Trim(b.String(), "_") == "" {
+		return fallback
+	}
+	return b.String()
+}
+
 // loadConfig reads the --config files, or the files discovery finds, with
 // the loader the sidecar's initialize uses.
 func loadConfig(env Env, files []string) *loaded {
@@ -52,12 +245,14 @@ func loadConfig(env Env, files []string) *loaded {
 }
 
 // found reports whether there was any config to read.
-func (l *loaded) found() bool { return len(l.sources) > 0 }
+func (l *loaded) found() bool { return len(l.sources) > 0 || l.inline != nil }
 
 // describeSources says which files were read and what each defined, for
 // people.
 func (l *loaded) describeSources(w io.Writer) {
 	switch {
+	case l.inline != nil:
+		fmt.Fprintf(w, "Server given on the command line: %s\n", strings.Join(l.names, ", "))
 	case len(l.sources) > 0:
 		fmt.Fprintln(w, "Config files read (later ones win):")
 		for _, r := range l.cfg.Sources {
@@ -94,9 +289,12 @@ func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[strin
 		// Every server starts at once, not eight at a time.
 		"limits": map[string]any{"maxConcurrentStarts": max(8, len(l.servers))},
 	}
-	if l.given != nil {
+	switch {
+	case l.inline != nil:
+		p["servers"] = l.inline
+	case l.given != nil:
 		p["configFiles"] = l.given
-	} else {
+	default:
 		p["configDiscovery"] = map[string]any{"cwd": l.cwd}
 	}
 	if cacheDir != "" {

@@ -2,6 +2,7 @@ package peoplecli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -51,9 +52,11 @@ Examples:
   mcp-sidecar tools --cached --search "open a pull request"
 `
 
+// toolsReport is the --json document: each tool exactly as tools/list
+// gives it to a harness, every member kept.
 type toolsReport struct {
-	Servers []toolsServer   `json:"servers"`
-	Tools   []protocol.Tool `json:"tools"`
+	Servers []toolsServer     `json:"servers"`
+	Tools   []json.RawMessage `json:"tools"`
 }
 
 type toolsServer struct {
@@ -70,25 +73,24 @@ type toolsServer struct {
 
 // Tools runs the tools command.
 func Tools(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("tools", ToolsDoc, env.Stderr)
-	var files, only stringList
-	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
-	fs.Var(&only, "server", "list only server `NAME` (repeatable)")
-	asJSON := fs.Bool("json", false, "print one JSON document")
+	fs := newFlagSet()
+	var src serverFlags
+	src.register(fs)
+	var only []string
+	fs.StringArrayVar(&only, "server", nil, "list only server `NAME` (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON document: the tools exactly as a harness receives them")
 	cached := fs.Bool("cached", false, "start lazily: stdio servers with a cached catalog stay dormant")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
 	query := fs.String("search", "", "rank the catalog for `QUERY` (tools/search) instead of listing it")
 	limit := fs.Int("limit", 0, "with --search, the most results `N` (default 5)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar tools: unexpected argument %q (a server goes with --server)\n", pos[0])
-		return exitUsage
+	if code, done := parseFlags(env, "tools", fs, args, 0, 0); done {
+		return code
 	}
 	stderr := &lockedWriter{w: env.Stderr}
-	l := loadConfig(env, files)
+	l, err := src.load(env)
+	if err != nil {
+		return usageError(env, "tools", err)
+	}
 	status := exitOK
 	if !l.found() {
 		l.describeSources(stderr)
@@ -138,8 +140,7 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: dir, only: sessOnly, lazy: *cached, progress: prog, logOut: stderr})
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 	defer sess.close(ctx)
 	if prog != nil {
@@ -153,13 +154,12 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	list, err := sess.toolsList(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 
-	rep := toolsReport{Servers: []toolsServer{}, Tools: list.Tools}
-	if rep.Tools == nil {
-		rep.Tools = []protocol.Tool{}
+	rep := toolsReport{Servers: []toolsServer{}, Tools: []json.RawMessage{}}
+	for _, t := range list.Tools {
+		rep.Tools = append(rep.Tools, t.Raw)
 	}
 	count := map[string]int{}
 	for _, t := range list.Tools {
@@ -183,18 +183,20 @@ func Tools(ctx context.Context, env Env, args []string) int {
 		rep.Servers = append(rep.Servers, ts)
 	}
 
+	if interrupted(ctx) {
+		return exitInterrupted
+	}
 	if *asJSON {
 		if err := writeJSON(env.Stdout, rep); err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-			return exitFailure
+			return fail(ctx, stderr, "tools", err)
 		}
 		return status
 	}
-	printToolsTable(env.Stdout, rep, time.Now())
+	printTools(env.Stdout, rep, list.Tools, time.Now())
 	return status
 }
 
-func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
+func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time) {
 	for i, s := range rep.Servers {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -209,18 +211,22 @@ func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
 				fmt.Fprintf(w, "  last stderr line: %s\n", l)
 			}
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, t := range rep.Tools {
+		for _, t := range tools {
 			if t.Server != s.Name {
 				continue
 			}
+			fmt.Fprintf(w, "  %s\n", signature(t.Tool.Tool, t.InputSchema))
 			desc := firstLine(t.Description)
 			if desc == "" {
 				desc = t.Title
 			}
-			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, orDash(clip(desc, 70)))
+			if desc != "" {
+				fmt.Fprintf(w, "      %s\n", clip(desc, 100))
+			}
 		}
-		tw.Flush()
+	}
+	if len(tools) > 0 {
+		fmt.Fprintln(w, "\nCall one with: mcp-sidecar call SERVER TOOL key=value ... (? marks an optional argument)")
 	}
 }
 
@@ -229,13 +235,11 @@ func searchTools(ctx context.Context, stdout io.Writer, stderr io.Writer, sess *
 	var res protocol.ToolsSearchResult
 	err := sess.h.call(ctx, protocol.MethodToolsSearch, protocol.ToolsSearchParams{SessionID: sess.id, Query: query, Limit: limit}, &res)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 	if asJSON {
 		if err := writeJSON(stdout, res); err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-			return exitFailure
+			return fail(ctx, stderr, "tools", err)
 		}
 		return exitOK
 	}
