@@ -58,10 +58,9 @@ and when their tokens expire (they are renewed without you while a refresh
 token is kept).
 
 Under the launcher's line, "Catalog cache" says whether the cache folder is
-usable: ok, absent
-(made at the first live listing), off (no folder), untrusted (another
-user's, or writable by group or others: the sidecar neither reads nor
-writes it) or unusable.
+usable: ok, absent (made at the first live listing), off (no folder),
+untrusted (another user's, or writable by group or others: the sidecar
+neither reads nor writes it) or unusable.
 
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
