@@ -398,7 +398,7 @@ func TestToolErrorsReachTheHostAsTheContractSays(t *testing.T) {
 }
 
 func TestCrashFailsInFlightCallAndRestarts(t *testing.T) {
-	h := newHarness(t)
+	h, clock := newClockHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"c": fixture.Config("c", fixture.Spec{Tools: []fixture.ToolSpec{tool("crash", "crash"), tool("echo", "echo")}})}, nil)
 	open := h.open(map[string]any{"startup": "eager"})
 	_, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__crash"})
@@ -413,18 +413,13 @@ func TestCrashFailsInFlightCallAndRestarts(t *testing.T) {
 	if st.Servers[0].State != protocol.StateDisconnected || st.Servers[0].LastError == "" {
 		t.Errorf("status %+v: want disconnected with lastError", st.Servers[0])
 	}
-	// The next use restarts it, after the backoff (1 s).
-	deadline := time.Now().Add(testTimeout)
-	for {
-		_, err = h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"})
-		if err == nil {
-			break
-		}
-		je, _ := h.rpcError(err)
-		if je.Code != protocol.CodeServerNotReady || time.Now().After(deadline) {
-			t.Fatalf("call after crash: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// The next use restarts it, after the backoff (1 s of the test's
+	// clock).
+	_, err = h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"})
+	h.wantCode(err, protocol.CodeServerNotReady)
+	clock.Advance(time.Second)
+	if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"}); err != nil {
+		t.Fatalf("call after the backoff: %v", err)
 	}
 	if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
 		t.Fatal(err)
