@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -70,6 +71,17 @@ func (e *environment) reportBadCache(key string) bool {
 	}
 	e.badCache[key] = true
 	return true
+}
+
+// untrustedDirKey is the reportBadCache key of an untrusted cache folder:
+// one report for the folder, whichever server or session meets it.
+const untrustedDirKey = "untrusted cache folder"
+
+// untrustedDir reports whether err refuses the cache folder itself (not
+// one file in it).
+func (e *environment) untrustedDir(err error) bool {
+	var ue *catalog.UntrustedError
+	return e.disk != nil && errors.As(err, &ue) && ue.Path == e.disk.Dir
 }
 
 // cacheRepaired forgets that key's file was bad: a later corruption is

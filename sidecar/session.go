@@ -595,6 +595,10 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 	}
 	sc.cacheWritten = entry.ListedAt
 	if err := disk.Store(sc.scopeKey, entry); err != nil {
+		if sc.sess.env.untrustedDir(err) {
+			sc.sess.reportUntrustedDir(sc, err)
+			return
+		}
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q not written: %v", sc.name, err))
 		return
 	}
@@ -1062,6 +1066,14 @@ func (sess *Session) server(name string) (*serverConn, error) {
 	return sc, nil
 }
 
+// reportUntrustedDir reports, once per sidecar, a cache folder refused
+// because another user owns it or others may write it.
+func (sess *Session) reportUntrustedDir(sc *serverConn, err error) {
+	if sess.env.reportBadCache(untrustedDirKey) {
+		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache not used (nothing is read from or written to it until it is fixed): %v", err))
+	}
+}
+
 // loadDormant fills sc from the disk cache when the server may stay dormant
 // in a lazy session (docs/protocol.md, "Disk cache and lazy
 // startup") and reports whether it may.
@@ -1083,7 +1095,9 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 		all, err = catalog.ParseTools(sc.name, entry.Tools)
 	}
 	if err != nil {
-		if sess.env.reportBadCache(sc.scopeKey) {
+		if sess.env.untrustedDir(err) {
+			sess.reportUntrustedDir(sc, err)
+		} else if sess.env.reportBadCache(sc.scopeKey) {
 			sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored (it is replaced at the next live listing): %v", sc.name, err))
 		}
 		return false

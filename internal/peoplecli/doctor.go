@@ -2,14 +2,16 @@ package peoplecli
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
@@ -55,6 +57,11 @@ Below the table, OAuth lists the servers that use it: which are authorized
 and when their tokens expire (they are renewed without you while a refresh
 token is kept).
 
+Under the launcher's line, "Catalog cache" says whether the cache folder is
+usable: ok, absent (made at the first live listing), off (no folder),
+untrusted (another user's, or writable by group or others: the sidecar
+neither reads nor writes it) or unusable.
+
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
 A server that prints lines that are not JSON-RPC on stdout works, with a
@@ -79,6 +86,7 @@ type doctorReport struct {
 	ConfigErrors []configError           `json:"configErrors"`
 	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
+	Cache        doctorCache             `json:"cache"`
 	Servers      []doctorServer          `json:"servers"`
 	// TokensEstimate is the estimate of the whole catalog.
 	TokensEstimate int  `json:"catalogTokensEstimate"`
@@ -96,6 +104,33 @@ type configError struct {
 
 func configErrorOf(e *config.Error) configError {
 	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
+}
+
+// doctorCache is the catalog cache folder as the sidecar judges it.
+type doctorCache struct {
+	Dir string `json:"dir,omitempty"`
+	// Status is "ok", "absent" (created at the first live listing), "off"
+	// (no folder: XDG_CACHE_HOME and HOME unset), "untrusted" (another
+	// user's, or writable by group or others: refused, nothing read or
+	// written) or "unusable" (not a folder, unreadable).
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func checkCacheDir(dir string) doctorCache {
+	if dir == "" {
+		return doctorCache{Status: "off", Reason: "no cache directory (XDG_CACHE_HOME and HOME unset)"}
+	}
+	err := (&catalog.DiskCache{Dir: dir}).CheckDir()
+	switch {
+	case err == nil:
+		return doctorCache{Dir: dir, Status: "ok"}
+	case errors.Is(err, fs.ErrNotExist):
+		return doctorCache{Dir: dir, Status: "absent"}
+	case errors.Is(err, catalog.ErrUntrusted):
+		return doctorCache{Dir: dir, Status: "untrusted", Reason: err.Error()}
+	}
+	return doctorCache{Dir: dir, Status: "unusable", Reason: err.Error()}
 }
 
 type doctorServer struct {
@@ -145,6 +180,8 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 
 	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	// Before the session: its live listings may create the folder.
+	rep.Cache = checkCacheDir(resolveCacheDir(env, *cacheDir))
 	for _, src := range l.sources {
 		rep.Files = append(rep.Files, src.Path)
 	}
@@ -335,6 +372,14 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 		fmt.Fprint(w, " (none given; try --launcher PATH)")
 	} else if rep.Launcher.Reason != "" {
 		fmt.Fprintf(w, " (%s)", rep.Launcher.Reason)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Catalog cache: %s", rep.Cache.Status)
+	if rep.Cache.Dir != "" {
+		fmt.Fprintf(w, ", %s", rep.Cache.Dir)
+	}
+	if rep.Cache.Reason != "" {
+		fmt.Fprintf(w, " (%s)", rep.Cache.Reason)
 	}
 	fmt.Fprintln(w)
 	var failed []doctorServer
