@@ -23,6 +23,21 @@ import (
 // ErrCancelled is the errors.Is target of a flow the user declined.
 var ErrCancelled = errors.New("authorization cancelled by the user")
 
+// FlowError is an authorization flow that failed on the way: discovery,
+// registration, the authorization server's answer, the issuer or state
+// checks, the token exchange. Reason is go-sdk's account, without secrets.
+type FlowError struct {
+	Server string
+	Reason string
+	// Began says the flow got as far as an authorization URL: the server
+	// does OAuth, and the failure is the flow's, not a missing OAuth.
+	Began bool
+}
+
+func (e *FlowError) Error() string {
+	return fmt.Sprintf("server %q: OAuth authorization failed: %s", e.Server, e.Reason)
+}
+
 // flow is one authorization in progress for one key.
 type flow struct {
 	done     chan struct{}
@@ -71,8 +86,8 @@ func (m *Manager) authorize(ctx context.Context, h *Handler, ch challenge) error
 		go m.runFlow(f, h, ch)
 	}
 	m.mu.Unlock()
-	if !started && m.joined != nil {
-		m.joined(h.srv.Key())
+	if !started && m.opts.Joined != nil {
+		m.opts.Joined(h.srv.Key())
 	}
 	return h.wait(ctx, f, started)
 }
@@ -84,8 +99,10 @@ type timeoutError struct {
 	key    string
 }
 
-func (e *timeoutError) Error() string {
-	msg := fmt.Sprintf("server %q: authorization not completed within %s", e.server, e.after)
+func (e *timeoutError) Error() string { return fmt.Sprintf("server %q: %s", e.server, e.reason()) }
+
+func (e *timeoutError) reason() string {
+	msg := fmt.Sprintf("not completed within %s", e.after)
 	if e.key != "" {
 		msg += " (" + e.key + ")"
 	}
@@ -102,7 +119,15 @@ func (m *Manager) runFlow(f *flow, h *Handler, ch challenge) {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, ErrCancelled) {
 			var te *timeoutError
 			if errors.As(cause, &te) {
-				err = te
+				err = &FlowError{Server: srv.Name, Reason: te.reason()}
+			}
+		}
+		var fe *FlowError
+		if errors.As(err, &fe) {
+			select {
+			case <-f.urlReady:
+				fe.Began = true
+			default:
 			}
 		}
 		m.opts.Logger.Info("authorization failed", "server", srv.Name, "err", err)
@@ -228,7 +253,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		}
 		// go-sdk's errors may quote the server's URL, secrets included.
 		msg := strings.ReplaceAll(scrub(err).Error(), srv.URL, redact.URL(srv.URL))
-		return fmt.Errorf("server %q: authorization failed: %s", srv.Name, msg)
+		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {
 		return fmt.Errorf("server %q: authorization ended without a token", srv.Name)
@@ -242,6 +267,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	if creds.GrantedScopes == nil {
 		creds.GrantedScopes = slices.Clone(gotCfg.Scopes)
 	}
+	slices.Sort(creds.GrantedScopes)
 	if fromConfig && gotCfg.ClientID == srv.ClientID {
 		creds.ClientFromConfig = true
 	} else {

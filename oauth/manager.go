@@ -39,7 +39,10 @@ type Options struct {
 	// OnAuthorized is told that a flow stored new credentials for key. It
 	// runs on the flow's goroutine and must not block.
 	OnAuthorized func(Key)
-	Logger       *slog.Logger
+	// Joined is told that a connection begins to wait for a flow another
+	// connection started (tests order events with it).
+	Joined func(Key)
+	Logger *slog.Logger
 }
 
 // Manager owns the credentials store and the authorization flows. One
@@ -60,10 +63,6 @@ type Manager struct {
 	cacheRead bool
 
 	refreshes singleflight.Group
-
-	// joined, when set (tests), is called when a connection begins to wait
-	// for a flow another connection started.
-	joined func(Key)
 }
 
 // NewManager returns a Manager; Close ends its flows.
@@ -273,6 +272,7 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 	}
 	next.Expiry = m.expiryOf(tok)
 	if s := scopesOf(tok); s != nil {
+		slices.Sort(s)
 		next.GrantedScopes = s
 	}
 	next.ObtainedAt = m.opts.Now()
