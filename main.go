@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/exampleserver"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -54,6 +55,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		return serveCmd(args, stdin, stdout, stderr)
+	case watchdogCmdName:
+		return reaper.Watchdog(stdin)
 	case "demo":
 		return demoCmd(args, stdout, stderr)
 	case "example-server":
@@ -139,12 +142,29 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	// Serving is this process's job: it becomes the reaper of what its
+	// servers leave behind, with a watchdog for the case it is killed.
+	r := reaper.New(reaper.Options{Watchdog: watchdogCommand(), Logger: logger})
+	defer r.Close()
 	return sidecar.Serve(ctx, stdin, stdout, sidecar.Options{
 		Version:       version,
 		Env:           os.LookupEnv,
 		Logger:        logger,
 		MaxFrameBytes: *maxFrame,
+		Reaper:        r,
 	})
+}
+
+// watchdogCmdName is the hidden command the serving sidecar re-executes
+// itself with to run its watchdog (internal/reaper).
+const watchdogCmdName = "internal-watchdog"
+
+func watchdogCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, watchdogCmdName}
 }
 
 const exampleServerDoc = `Usage: mcp-sidecar example-server [flags]

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,18 +26,26 @@ import (
 type lineTransport struct {
 	lines *lineReader
 	w     io.WriteCloser
+	// writeFailed is told of the first failed write: the server no longer
+	// reads its stdin, and the connection cannot be used.
+	writeFailed func(error)
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &lineConn{lines: t.lines, w: t.w}, nil
+	return &lineConn{lines: t.lines, w: t.w, writeFailed: t.writeFailed}, nil
 }
+
+// errInputClosed wraps a failed write to the server's stdin (EPIPE when
+// the server closed it or died).
+var errInputClosed = errors.New("the server closed its input")
 
 type lineConn struct {
 	lines *lineReader
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
-	wmu sync.Mutex
-	w   io.WriteCloser
+	wmu         sync.Mutex
+	w           io.WriteCloser
+	writeFailed func(error)
 
 	closeOnce sync.Once
 }
@@ -198,13 +208,20 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if len(data) > 64<<10 {
 		// A large message (a 1 MiB argument) goes out as it is; its
 		// newline follows in a second write rather than a copy.
-		if _, err := c.w.Write(data); err != nil {
-			return err
+		if _, err = c.w.Write(data); err == nil {
+			_, err = c.w.Write([]byte{'\n'})
 		}
-		_, err = c.w.Write([]byte{'\n'})
-		return err
+	} else {
+		_, err = c.w.Write(append(data, '\n'))
 	}
-	_, err = c.w.Write(append(data, '\n'))
+	if err != nil && !errors.Is(err, os.ErrClosed) {
+		// os.ErrClosed: we closed stdin ourselves (Close); anything else
+		// means the server stopped reading.
+		err = fmt.Errorf("%w: %w", errInputClosed, err)
+		if c.writeFailed != nil {
+			c.writeFailed(err)
+		}
+	}
 	return err
 }
 

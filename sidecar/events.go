@@ -36,6 +36,8 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		Logger:         srv.logger.With("server", sc.name, "session", sess.id),
 
 		MaxServerRequests: env.maxServerRequests,
+		Reaper:            srv.opts.Reaper,
+		Background:        sc.background,
 	}
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {

@@ -17,6 +17,10 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// Teardown is called before a background teardown (the process of a
+	// failed startup) of server runs; blocking holds it back (release it:
+	// session close waits for it).
+	Teardown func(session, server string)
 }
 
 // WithHooks returns opts with h installed.
@@ -26,6 +30,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		roundPrepared:     h.RoundPrepared,
 		backgroundRefresh: h.BackgroundRefresh,
 		refreshJoined:     h.RefreshJoined,
+		teardown:          h.Teardown,
 	}
 	return opts
 }
