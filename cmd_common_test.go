@@ -55,13 +55,14 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
-// isolate points the catalog cache and Codex's home at fresh directories,
-// so that no test reads or writes the user's.
+// isolate points the catalog cache, Codex's home and HOME at fresh
+// directories, so that no test reads or writes the user's.
 func isolate(t *testing.T) (cacheDir string) {
 	t.Helper()
 	cacheDir = t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cacheDir)
 	t.Setenv("CODEX_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir()) // ~/.claude.json, ~/.cursor, VS Code's user mcp.json
 	return cacheDir
 }
 
@@ -140,7 +141,7 @@ func TestCmdVersionAndUsage(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("--help: %s", r)
 	}
-	for _, cmd := range []string{"doctor", "tools", "call SERVER TOOL", "probe-launcher PATH", "version, --version"} {
+	for _, cmd := range []string{"doctor", "tools", "call [SERVER] TOOL", "resources", "prompts", "probe-launcher PATH", "version"} {
 		if !strings.Contains(r.stdout, "mcp-sidecar "+cmd) {
 			t.Errorf("usage lacks %q:\n%s", cmd, r.stdout)
 		}
@@ -154,7 +155,10 @@ func TestCmdBadCommandLine(t *testing.T) {
 		{"doctor", "stray.toml"},
 		{"tools", "extra"},
 		{"call"},
-		{"call", "only-server"},
+		{"call", "--command", "x", "--url", "http://h/mcp", "t"},
+		{"tools", "--header", "A: b"},
+		{"resources", "read"},
+		{"prompts", "nope"},
 		{"call", "srv", "tool", "not json"},
 		{"call", "srv", "tool", "[1,2]"},
 		{"call", "srv", "tool", "{}", "extra"},

@@ -4,39 +4,29 @@ package main
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
-	"unsafe"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 )
 
-// openPTY returns a pseudo-terminal's master and slave, with no library:
-// /dev/ptmx, unlock, and the slave's number.
+// openPTY returns a pseudo-terminal's master and slave.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	var unlock int32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		m.Close()
-		t.Skipf("unlockpt: %v", e)
-	}
-	var n uint32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
-		m.Close()
-		t.Skipf("ptsname: %v", e)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		t.Skipf("opening the slave: %v", err)
 	}
 	return m, s
 }
@@ -83,5 +73,187 @@ func TestCmdDoctorTerminal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the real mcp-sidecar binary once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-sidecar-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mcp-sidecar")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the binary: %v", buildErr)
+	}
+	return binPath
+}
+
+// screenReader collects what a pseudo-terminal shows and lets a test wait
+// for some text on it.
+type screenReader struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  bytes.Buffer
+	done bool
+}
+
+func readScreen(master *os.File) *screenReader {
+	s := &screenReader{}
+	s.cond = sync.NewCond(&s.mu)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			s.mu.Lock()
+			s.buf.Write(b[:n])
+			if err != nil {
+				s.done = true
+			}
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// waitFor waits until the screen shows text (or the terminal closes).
+func (s *screenReader) waitFor(t *testing.T, text string) {
+	t.Helper()
+	stop := time.AfterFunc(30*time.Second, func() {
+		s.mu.Lock()
+		s.done = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !strings.Contains(s.buf.String(), text) {
+		if s.done {
+			t.Fatalf("the terminal never showed %q:\n%q", text, s.buf.String())
+		}
+		s.cond.Wait()
+	}
+}
+
+func (s *screenReader) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// TestBinaryCtrlC: Ctrl-C on the terminal while doctor waits for a slow
+// server ends the real binary with status 130, prints no protocol error,
+// and leaves no server process behind.
+func TestBinaryCtrlC(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cfg := writeConfig(t, server{name: "slow", spec: fixture.Spec{StartDelayMs: 60_000, PIDFile: pidFile, ToolCount: 1}})
+	cmd := exec.Command(bin, "doctor", "--config", cfg)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	master, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer master.Close()
+	screen := readScreen(master)
+	screen.waitFor(t, "slow  starting")
+	// The server runs (it wrote its pid) before the interrupt.
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+			pid, _ = strconv.Atoi(string(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never started")
+		}
+		screen.mu.Lock()
+		screen.cond.Wait() // the display redraws a few times a second
+		screen.mu.Unlock()
+	}
+	if _, err := master.Write([]byte{3}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit: %v, want status 130\n%q", err, screen.String())
+	}
+	if out := screen.String(); strings.Contains(out, "jsonrpc2") || strings.Contains(out, "context canceled") {
+		t.Errorf("protocol or Go error text shown:\n%q", out)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("server process %d still exists after Ctrl-C (kill 0: %v)", pid, err)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestBinaryOnTerminal: a bare mcp-sidecar with a terminal on stdin says
+// it speaks the host protocol and points to --help.
+func TestBinaryOnTerminal(t *testing.T) {
+	isolate(t)
+	cmd := exec.Command(binary(t))
+	master, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer master.Close()
+	screen := readScreen(master)
+	screen.waitFor(t, "speaks the host protocol")
+	screen.waitFor(t, "'mcp-sidecar --help'")
+	master.Write([]byte{4}) // Ctrl-D: end of input, the sidecar exits
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBinaryCommandLineErrors: the real binary's answers to a bad command
+// line: one short error and the usage line, a suggestion for a misspelt
+// command, status 2.
+func TestBinaryCommandLineErrors(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"doctor", "--nope"}, "mcp-sidecar doctor: unknown flag: --nope\nUsage: mcp-sidecar doctor [flags] (see 'mcp-sidecar help doctor')\n"},
+		{[]string{"doctr"}, "mcp-sidecar: unknown command \"doctr\" (did you mean \"doctor\"?)\nRun 'mcp-sidecar --help' for the list of commands.\n"},
+		{[]string{"tools", "--cached", "extra"}, "mcp-sidecar tools: unexpected argument \"extra\"\nUsage: mcp-sidecar tools [flags] (see 'mcp-sidecar help tools')\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%q: %v, want status 2", tc.args, err)
+		}
+		if stderr.String() != tc.want || stdout.Len() != 0 {
+			t.Errorf("%q: stderr %q, want %q (stdout %q)", tc.args, stderr.String(), tc.want, stdout.String())
+		}
 	}
 }

@@ -100,9 +100,9 @@ func TestCmdTools(t *testing.T) {
 	for _, want := range []string{
 		"alpha (stdio, ready, catalog live, 2 tools; disk cache: hit, 2 tools, ",
 		"beta (stdio, ready, catalog live, 1 tools; disk cache: hit, 3 tools, ",
-		"  mcp__alpha__search  Search the things\n",
-		"  mcp__alpha__fetch   -\n",
-		"  mcp__beta__tool_1  generated tool 1\n",
+		"  search()\n      Search the things\n",
+		"  fetch()\n",
+		"  tool_1(x?: string)\n      generated tool 1\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.stdout)
@@ -138,7 +138,7 @@ func TestCmdToolsFailures(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("want exit 1 with a failed server: %s", r)
 	}
-	for _, want := range []string{"down (stdio, failed, catalog none, 0 tools", "last stderr line: fixture: exiting at start", "mcp__ok__tool_0"} {
+	for _, want := range []string{"down (stdio, failed, catalog none, 0 tools", "last stderr line: fixture: exiting at start", "  tool_0(x?: string)\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -147,5 +147,52 @@ func TestCmdToolsFailures(t *testing.T) {
 	r = runCmd(t, nil, "tools", "--server", "nope", "--config", cfg)
 	if r.code != 1 || !strings.Contains(r.stderr, `no server "nope" in the config (servers: down, ok)`) {
 		t.Errorf("unknown --server: %s", r)
+	}
+}
+
+func TestCmdToolsSearch(t *testing.T) {
+	isolate(t)
+	def := func(name, desc string) fixture.ToolSpec {
+		return fixture.ToolSpec{Def: json.RawMessage(`{"name":"` + name + `","description":"` + desc + `","inputSchema":{"type":"object"}}`)}
+	}
+	cfg := writeConfig(t,
+		server{name: "gh", spec: fixture.Spec{Tools: []fixture.ToolSpec{
+			def("create_pull_request", "Create a new pull request in a GitHub repository. More text."),
+			def("list_issues", "List issues in a GitHub repository."),
+		}}},
+		server{name: "fs", spec: fixture.Spec{Tools: []fixture.ToolSpec{def("read_file", "Read a file.")}}},
+	)
+	r := runCmd(t, nil, "tools", "--config", cfg, "--search", "open a PR", "--limit", "1")
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %s", r)
+	}
+	fields := strings.Fields(r.stdout)
+	if len(fields) < 3 || fields[0] != "1" || fields[1] != "mcp__gh__create_pull_request" ||
+		!strings.HasSuffix(strings.TrimSpace(r.stdout), "Create a new pull request in a GitHub repository.") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("--search output:\n%s", r.stdout)
+	}
+
+	r = runCmd(t, nil, "tools", "--config", cfg, "--json", "--search", "/^mcp__gh__/")
+	var res struct {
+		Results []struct{ Name, Description string } `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("--json --search: %v\n%s", err, r)
+	}
+	var names []string
+	for _, x := range res.Results {
+		names = append(names, x.Name)
+	}
+	if diff := cmp.Diff([]string{"mcp__gh__create_pull_request", "mcp__gh__list_issues"}, names); diff != "" {
+		t.Errorf("regex results (-want +got):\n%s", diff)
+	}
+
+	r = runCmd(t, nil, "tools", "--config", cfg, "--search", "spreadsheet")
+	if r.code != 0 || !strings.Contains(r.stdout, `No tool matches "spreadsheet"`) {
+		t.Errorf("no match: %s", r)
+	}
+	r = runCmd(t, nil, "tools", "--config", cfg, "--search", "/(/")
+	if r.code != 1 || !strings.Contains(r.stderr, "bad regular expression") {
+		t.Errorf("bad regex: %s", r)
 	}
 }

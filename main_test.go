@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -11,5 +13,14 @@ import (
 // spawns it (fixture.Config).
 func TestMain(m *testing.M) {
 	fixture.Main()
+	// Tests point HOME at temporary directories; the go command that
+	// builds the real binary keeps the caches of the real HOME.
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		if os.Getenv(v) == "" {
+			if out, err := exec.Command("go", "env", v).Output(); err == nil {
+				os.Setenv(v, strings.TrimSpace(string(out)))
+			}
+		}
+	}
 	os.Exit(m.Run())
 }

@@ -4,10 +4,15 @@
 // side by side in one run.
 //
 // The code lives in test files, so that it can re-execute the test binary as
-// MCP servers and as a sidecar process. Two entry points:
+// MCP servers and as a sidecar process. Three entry points:
 //
 //	go test -run '^$' -bench . -benchtime=1x ./bench/              # CI smoke, one iteration each
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/  # the README table
+//	MCP_SIDECAR_SEARCH_REPORT=1 go test -run TestSearchReport -v ./bench/       # tool search (issue 18)
+//
+// The tool search figures use the real catalogs of corpus/ (captured by
+// corpus/capture.sh) with their queries; TestSearchQuality and
+// TestTokenEstimate check them in every test run.
 //
 // See README.md in this directory for the figures and how they were made.
 package bench

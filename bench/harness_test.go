@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
@@ -42,8 +41,8 @@ type caller interface {
 type host struct {
 	tb   testing.TB
 	c    caller
-	hc   *hostclient.Client // nil for a bigHost
-	pid  int                // the sidecar process; 0 in process
+	hc   *hostclient.Client
+	pid  int // the sidecar process; 0 in process
 	stop func()
 
 	toolsChanged atomic.Int64 // mcp/toolsChanged notifications seen
@@ -124,25 +123,16 @@ func startHost(tb testing.TB, o hostOptions) *host {
 			}
 		}
 	}
-	var closeConn func() error
+	maxFrame := int64(0)
 	if o.bigFrames {
-		stream := protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: 1 << 30})
-		conn := jsonrpc2.NewConn(context.Background(), stream, jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-			if req.Notif {
-				onNote(req.Method)
-				return nil, nil
-			}
-			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "bench host handles no requests"}
-		}))
-		h.c = bigHost{conn}
-		closeConn = conn.Close
-	} else {
-		h.hc = hostclient.New(context.Background(), r, w, hostclient.Options{
-			OnNotification: func(n hostclient.Notification) { onNote(n.Method) },
-		})
-		h.c = h.hc
-		closeConn = h.hc.Close
+		maxFrame = 1 << 30
 	}
+	h.hc = hostclient.New(context.Background(), r, w, hostclient.Options{
+		MaxFrameBytes:  maxFrame,
+		OnNotification: func(n hostclient.Notification) { onNote(n.Method) },
+	})
+	h.c = h.hc
+	closeConn := h.hc.Close
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {
@@ -153,12 +143,6 @@ func startHost(tb testing.TB, o hostOptions) *host {
 	}
 	tb.Cleanup(h.stop)
 	return h
-}
-
-type bigHost struct{ conn *jsonrpc2.Conn }
-
-func (b bigHost) Call(ctx context.Context, method string, params, result any) error {
-	return b.conn.Call(ctx, method, params, result)
 }
 
 func (h *host) call(method string, params, result any) error {
@@ -191,11 +175,7 @@ func (h *host) initialize(servers map[string]*config.ServerConfig, features map[
 		"features":   features,
 	}
 	h.mustCall(protocol.MethodInitialize, params, nil)
-	if h.hc != nil {
-		_ = h.hc.Notify(context.Background(), protocol.MethodInitialized, map[string]any{})
-	} else {
-		_ = h.c.(bigHost).conn.Notify(context.Background(), protocol.MethodInitialized, map[string]any{})
-	}
+	_ = h.hc.Notify(context.Background(), protocol.MethodInitialized, map[string]any{})
 }
 
 // open opens a session (startup "eager" or "lazy") and lists its tools,
@@ -320,21 +300,17 @@ func startReplayHost(tb testing.TB, result json.RawMessage, bigFrames bool) call
 			}
 		}
 	}()
-	var c caller
-	var closeConn func() error
+	maxFrame := int64(0)
 	if bigFrames {
-		conn := jsonrpc2.NewConn(context.Background(), protocol.NewStream(hostR, hostW, protocol.StreamOptions{MaxFrameBytes: 1 << 30}), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
-		c, closeConn = bigHost{conn}, conn.Close
-	} else {
-		hc := hostclient.New(context.Background(), hostR, hostW, hostclient.Options{})
-		c, closeConn = hc, hc.Close
+		maxFrame = 1 << 30
 	}
+	hc := hostclient.New(context.Background(), hostR, hostW, hostclient.Options{MaxFrameBytes: maxFrame})
 	tb.Cleanup(func() {
-		closeConn()
+		hc.Close()
 		hostW.Close()
 		peerR.Close()
 	})
-	return c
+	return hc
 }
 
 func readFrame(br *bufio.Reader) ([]byte, error) {

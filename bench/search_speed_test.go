@@ -17,6 +17,16 @@ import (
 // the catalog benchmark (item 4): servers of 100 tools, 500 at 50k.
 var searchSizes = []catalogShape{{10, 100}, {100, 100}, {100, 500}}
 
+// benchSearchSizes leaves the 50k catalogs out of a one-iteration smoke
+// run, where making them would take most of its time; TestSearchReport and
+// longer -benchtime measure them.
+func benchSearchSizes() []catalogShape {
+	if smokeRun() {
+		return searchSizes[:2]
+	}
+	return searchSizes
+}
+
 // syntheticCatalog is a qualified catalog of shape.tools() tools made from
 // the real corpus: tool i is corpus tool i mod 191 under a new server and a
 // numbered name, its description followed by a sentence of another corpus
@@ -79,7 +89,7 @@ func searchQueries(tb testing.TB) []string {
 
 func BenchmarkSearchQuery(b *testing.B) {
 	queries := searchQueries(b)
-	for _, shape := range searchSizes {
+	for _, shape := range benchSearchSizes() {
 		ix := search.New(search.DefaultRanking()).Update(syntheticCatalog(b, shape, 0))
 		b.Run(fmt.Sprintf("tools=%d", shape.tools()), func(b *testing.B) {
 			b.ReportAllocs()
@@ -98,7 +108,7 @@ func BenchmarkSearchQuery(b *testing.B) {
 // (the scan stops early) and one that matches nothing (every name and
 // description is scanned).
 func BenchmarkSearchRegex(b *testing.B) {
-	for _, shape := range searchSizes {
+	for _, shape := range benchSearchSizes() {
 		ix := search.New(search.DefaultRanking()).Update(syntheticCatalog(b, shape, 0))
 		for _, pat := range []struct{ name, re string }{{"names", "/pull.?request/"}, {"nothing", "/no such tool anywhere/"}} {
 			b.Run(fmt.Sprintf("tools=%d/%s", shape.tools(), pat.name), func(b *testing.B) {
@@ -116,7 +126,7 @@ func BenchmarkSearchRegex(b *testing.B) {
 // scan of every tool per query, on the same catalogs and queries.
 func BenchmarkSearchBaselineBM25(b *testing.B) {
 	queries := searchQueries(b)
-	for _, shape := range searchSizes {
+	for _, shape := range benchSearchSizes() {
 		base := newBM25(syntheticCatalog(b, shape, 0))
 		b.Run(fmt.Sprintf("tools=%d", shape.tools()), func(b *testing.B) {
 			i := 0
@@ -154,7 +164,7 @@ func newIndexChange(tb testing.TB, shape catalogShape) *indexChange {
 // BenchmarkIndexUpdate measures Update after 100 tools of one server
 // changed; BenchmarkIndexBuild a build from nothing, its baseline.
 func BenchmarkIndexUpdate(b *testing.B) {
-	for _, shape := range searchSizes {
+	for _, shape := range benchSearchSizes() {
 		c := newIndexChange(b, shape)
 		b.Run(fmt.Sprintf("tools=%d", shape.tools()), func(b *testing.B) {
 			b.ReportAllocs()
@@ -168,7 +178,7 @@ func BenchmarkIndexUpdate(b *testing.B) {
 }
 
 func BenchmarkIndexBuild(b *testing.B) {
-	for _, shape := range searchSizes {
+	for _, shape := range benchSearchSizes() {
 		tools := syntheticCatalog(b, shape, 0)
 		b.Run(fmt.Sprintf("tools=%d", shape.tools()), func(b *testing.B) {
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,35 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	if !strings.Contains(string(full), `"tokens":"server's own"`) || !strings.Contains(string(full), `"outputSchema"`) {
 		t.Errorf("WireJSON lost members: %s", full)
+	}
+}
+
+// TestForms: the one-pass rendering equals the separate ones.
+func TestForms(t *testing.T) {
+	tools, err := ParseTools("srv", raws(
+		`{"name":"n","title":"T","inputSchema":{"type":"object"},"description":"D","outputSchema":{"type":"object"},"tokens":1,"approval":"x","x-extra":[1]}`,
+		`{"inputSchema":{},"name":"m"}`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tools {
+		tl := &tools[i]
+		tl.Qualified = "mcp__srv__" + tl.Name
+		if i == 0 {
+			tl.Approval = "prompt"
+		}
+		wire, summary, tokens, err := tl.Forms()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := tl.WireJSON()
+		s, _ := tl.SummaryJSON(EstimateTokens(w))
+		if string(wire) != string(w) || string(summary) != string(s) || tokens != EstimateTokens(w) {
+			t.Errorf("Forms of %s:\n wire %s\n want %s\n summary %s\n want %s\n tokens %d", tl.Name, wire, w, summary, s, tokens)
+		}
+		if !json.Valid(wire) || !json.Valid(summary) {
+			t.Errorf("invalid JSON: %s / %s", wire, summary)
+		}
 	}
 }

@@ -12,6 +12,9 @@ type Tool struct {
 	Name      string          // raw name: what goes back to the server
 	Qualified string          // mcp__<server>__<tool>, set by Qualify
 	Raw       json.RawMessage // the whole tool object as received
+	// Approval is the approval mode configured for the tool, added to its
+	// wire form for the host to enforce ("" when none is configured).
+	Approval string
 
 	Title, Description string
 
@@ -27,11 +30,11 @@ type Tool struct {
 // server's bytes and order, including members this version does not know
 // (such as execution): the host sees what the server published. Members
 // named "server" or "tool" in the server's object give way to the
-// sidecar's.
+// sidecar's, as does "approval" when one is configured (Approval).
 func (t *Tool) WireJSON() (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.Grow(len(t.Raw) + len(t.Qualified) + len(t.Server) + len(t.Name) + 32)
-	if err := t.writeWire(&b, false); err != nil {
+	if err := t.writeWire(&b, nil); err != nil {
 		return nil, err
 	}
 	b.WriteByte('}')
@@ -42,25 +45,60 @@ func (t *Tool) WireJSON() (json.RawMessage, error) {
 // wire form without inputSchema and outputSchema, with inputSchemaBytes
 // (the length of the input schema as the server sent it) and tokens (the
 // estimate of the whole wire form, which the caller passes) at the end.
+// Members of those two names in the server's object give way.
 func (t *Tool) SummaryJSON(tokens int) (json.RawMessage, error) {
 	var b bytes.Buffer
-	b.Grow(len(t.Raw) - len(t.InputSchema) - len(t.OutputSchema) + len(t.Qualified) + len(t.Server) + len(t.Name) + 64)
-	if err := t.writeWire(&b, true); err != nil {
+	if err := t.writeWire(nil, &b); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(&b, `,"inputSchemaBytes":%d,"tokens":%d}`, len(t.InputSchema), tokens)
+	endSummary(&b, t, tokens)
 	return b.Bytes(), nil
 }
 
-// writeWire writes the wire form without its closing brace; summary leaves
-// the schemas out.
-func (t *Tool) writeWire(b *bytes.Buffer, summary bool) error {
-	b.WriteString(`{"name":`)
-	writeJSONString(b, t.Qualified)
-	b.WriteString(`,"server":`)
-	writeJSONString(b, t.Server)
-	b.WriteString(`,"tool":`)
-	writeJSONString(b, t.Name)
+// Forms renders the wire form, its token estimate (EstimateTokens) and the
+// summary form in one pass over Raw.
+func (t *Tool) Forms() (wire, summary json.RawMessage, tokens int, err error) {
+	var w, s bytes.Buffer
+	w.Grow(len(t.Raw) + len(t.Qualified) + len(t.Server) + len(t.Name) + 32)
+	if err := t.writeWire(&w, &s); err != nil {
+		return nil, nil, 0, err
+	}
+	w.WriteByte('}')
+	tokens = EstimateTokens(w.Bytes())
+	endSummary(&s, t, tokens)
+	return w.Bytes(), s.Bytes(), tokens, nil
+}
+
+func endSummary(b *bytes.Buffer, t *Tool, tokens int) {
+	fmt.Fprintf(b, `,"inputSchemaBytes":%d,"tokens":%d}`, len(t.InputSchema), tokens)
+}
+
+// writeWire writes the wire form to full and the summary form to summary
+// (either may be nil), both without their closing brace.
+func (t *Tool) writeWire(full, summary *bytes.Buffer) error {
+	var outs []*bytes.Buffer
+	for _, b := range []*bytes.Buffer{full, summary} {
+		if b != nil {
+			outs = append(outs, b)
+		}
+	}
+	both := func(f func(b *bytes.Buffer)) {
+		for _, b := range outs {
+			f(b)
+		}
+	}
+	both(func(b *bytes.Buffer) {
+		b.WriteString(`{"name":`)
+		writeJSONString(b, t.Qualified)
+		b.WriteString(`,"server":`)
+		writeJSONString(b, t.Server)
+		b.WriteString(`,"tool":`)
+		writeJSONString(b, t.Name)
+		if t.Approval != "" {
+			b.WriteString(`,"approval":`)
+			writeJSONString(b, t.Approval)
+		}
+	})
 	dec := json.NewDecoder(bytes.NewReader(t.Raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("tool %q of server %q is not a JSON object", t.Name, t.Server)
@@ -78,15 +116,27 @@ func (t *Tool) writeWire(b *bytes.Buffer, summary bool) error {
 		switch key {
 		case "name", "server", "tool":
 			continue
-		case "inputSchema", "outputSchema", "inputSchemaBytes", "tokens":
-			if summary {
+		case "approval":
+			if t.Approval != "" {
 				continue
 			}
 		}
-		b.WriteByte(',')
-		writeJSONString(b, key)
-		b.WriteByte(':')
-		b.Write(value)
+		member := func(b *bytes.Buffer) {
+			b.WriteByte(',')
+			writeJSONString(b, key)
+			b.WriteByte(':')
+			b.Write(value)
+		}
+		if full != nil {
+			member(full)
+		}
+		switch key {
+		case "inputSchema", "outputSchema", "inputSchemaBytes", "tokens":
+			continue // not in the summary
+		}
+		if summary != nil {
+			member(summary)
+		}
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ type ServerConfig struct {
 	// was read from: a file path or "initialize".
 	Name   string `json:"-" toml:"-"`
 	Source string `json:"-" toml:"-"`
+	// Origin is the source the definition came from (set by Load).
+	Origin Source `json:"-" toml:"-"`
 
 	// stdio
 	Command string            `json:"command,omitempty" toml:"command"`
@@ -54,6 +56,83 @@ type ServerConfig struct {
 	DisabledTools     []string `json:"disabled_tools,omitempty" toml:"disabled_tools"`
 	StartupReadiness  string   `json:"startup_readiness,omitempty" toml:"startup_readiness"`
 	ProtocolVersion   string   `json:"protocol_version,omitempty" toml:"protocol_version"`
+
+	// What a host enforces: whether the model may call this server's tools
+	// in parallel, and whether a call needs the user's approval (per tool
+	// in Tools, else DefaultToolsApprovalMode; see Approval).
+	SupportsParallelToolCalls bool                  `json:"supports_parallel_tool_calls,omitempty" toml:"supports_parallel_tool_calls"`
+	DefaultToolsApprovalMode  string                `json:"default_tools_approval_mode,omitempty" toml:"default_tools_approval_mode"`
+	Tools                     map[string]ToolConfig `json:"tools,omitempty" toml:"tools"`
+	// OmitToolsFrom names Codex's model-facing surfaces (code_mode,
+	// deferred, direct) the tools are kept off; the sidecar only carries it.
+	OmitToolsFrom []string `json:"omit_tools_from,omitempty" toml:"omit_tools_from"`
+
+	// Codex keys the sidecar accepts and type-checks without acting on
+	// them: where Codex runs the server (only "local" exists here), its
+	// ChatGPT authentication mode, and a command printing extra headers.
+	EnvironmentID     string `json:"environment_id,omitempty" toml:"environment_id"`
+	Auth              string `json:"auth,omitempty" toml:"auth"`
+	HTTPHeadersHelper string `json:"http_headers_helper,omitempty" toml:"http_headers_helper"`
+
+	// OAuth (streamable HTTP): the scopes to request, the RFC 8707
+	// resource, and the client. The flow itself is not this package's job.
+	Scopes        []string     `json:"scopes,omitempty" toml:"scopes"`
+	OAuthResource string       `json:"oauth_resource,omitempty" toml:"oauth_resource"`
+	OAuth         *OAuthConfig `json:"oauth,omitempty" toml:"oauth"`
+	// The top-level OAuth keys of the Codex config.toml the server came
+	// from (per server in inline config, which has no top level):
+	// where tokens are kept (auto, file or keyring), and the port and URL
+	// of the loopback redirect. OAuth.CallbackPort, when set, wins over
+	// OAuthCallbackPort, as in Codex.
+	OAuthCredentialsStore string `json:"mcp_oauth_credentials_store,omitempty" toml:"mcp_oauth_credentials_store"`
+	OAuthCallbackPort     *int   `json:"mcp_oauth_callback_port,omitempty" toml:"mcp_oauth_callback_port"`
+	OAuthCallbackURL      string `json:"mcp_oauth_callback_url,omitempty" toml:"mcp_oauth_callback_url"`
+
+	// Problems are the errors of an invalid definition: such a server is
+	// never started, and the host sees it in state "invalid" with them.
+	// The other fields hold what could be read.
+	Problems Errors `json:"-" toml:"-"`
+}
+
+// ToolConfig is [mcp_servers.NAME.tools.TOOL].
+type ToolConfig struct {
+	ApprovalMode string `json:"approval_mode,omitempty" toml:"approval_mode"`
+	// OutputTokenLimit is the token budget of the tool's output (0: none).
+	OutputTokenLimit int `json:"output_token_limit,omitempty" toml:"output_token_limit"`
+}
+
+// OAuthConfig is [mcp_servers.NAME.oauth].
+type OAuthConfig struct {
+	ClientID     string `json:"client_id,omitempty" toml:"client_id"`
+	CallbackURL  string `json:"callback_url,omitempty" toml:"callback_url"`
+	CallbackPort *int   `json:"callback_port,omitempty" toml:"callback_port"`
+}
+
+// Approval modes of default_tools_approval_mode and tools.TOOL.approval_mode,
+// as Codex names them.
+const (
+	ApprovalAuto    = "auto"
+	ApprovalPrompt  = "prompt"
+	ApprovalWrites  = "writes"
+	ApprovalApprove = "approve"
+)
+
+// ApprovalModes lists the approval modes (a fresh slice).
+func ApprovalModes() []string {
+	return []string{ApprovalAuto, ApprovalPrompt, ApprovalWrites, ApprovalApprove}
+}
+
+// Valid reports whether the definition had no problems.
+func (c *ServerConfig) Valid() bool { return len(c.Problems) == 0 }
+
+// Approval is the approval mode configured for tool: its own approval_mode,
+// else the server's default_tools_approval_mode, else "" (not configured:
+// the host applies its own policy).
+func (c *ServerConfig) Approval(tool string) string {
+	if t, ok := c.Tools[tool]; ok && t.ApprovalMode != "" {
+		return t.ApprovalMode
+	}
+	return c.DefaultToolsApprovalMode
 }
 
 // Transport reports "stdio" or "http".

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,8 +153,8 @@ cwd = "/abs/dir"
 				"script": {Name: "script", Source: "DIR/proj/.mcp.json", Command: "DIR/proj/server.sh", Cwd: "DIR/proj/sub"},
 			},
 			notes: []string{
-				`DIR/proj/.mcp.json: server "gh": key "autoApprove": ignored: not used by mcp-sidecar`,
-				`DIR/proj/.mcp.json: server "web": key "timeout": ignored: not used by mcp-sidecar`,
+				`DIR/proj/.mcp.json: server "gh": key "autoApprove": ignored: unknown key`,
+				`DIR/proj/.mcp.json: server "web": key "timeout": ignored: unknown key; use "startup_timeout_sec" or "tool_timeout_sec"`,
 			},
 		},
 		{
@@ -198,7 +199,7 @@ cwd = "/abs/dir"
 				"api": {Name: "api", Source: "DIR/ws/.vscode/mcp.json", URL: "https://example.com/mcp",
 					HTTPHeaders: map[string]string{"X-Key": secret}},
 			},
-			notes: []string{`DIR/ws/.vscode/mcp.json: server "fs": key "dev": ignored: not used by mcp-sidecar`},
+			notes: []string{`DIR/ws/.vscode/mcp.json: server "fs": key "dev": ignored: unknown key`},
 		},
 		{
 			name:  "vscode mcp.json outside .vscode",
@@ -219,9 +220,17 @@ cwd = "/abs/dir"
 			for rel, content := range tt.extra {
 				writeFile(t, dir, rel, content)
 			}
-			got, notes, err := Load([]string{path}, nil, MapLookup(testEnv()))
-			if err != nil {
+			l := Load(FileSources([]string{path}), nil, MapLookup(testEnv()))
+			if err := l.Errors.asError(); err != nil {
 				t.Fatalf("Load: %v", err)
+			}
+			got := l.Servers
+			for _, c := range got {
+				c.Origin = Source{}
+			}
+			var notes []string
+			for _, w := range l.Warnings {
+				notes = append(notes, w.Error())
 			}
 			want := make(map[string]*ServerConfig)
 			for name, c := range tt.want {
@@ -338,18 +347,10 @@ F: server "a": key "startup_timeout_sec": expected a number, got a string`},
 command = "x"
 env = { PORT = 8080 }`, nil,
 			`F: server "a": key "env.PORT": expected a string, got a number`},
-		{"unknown keys", "c.toml", `[mcp_servers.a]
+		{"unknown keys are ignored", "c.toml", `[mcp_servers.a]
 comand = "x"
 autoApprove = ["y"]`, nil,
-			`F: server "a": key "autoApprove": unknown key
-F: server "a": key "comand": unknown key (did you mean "command"?)
-F: server "a": key "command": neither command nor url is set; a stdio server needs command, a streamable HTTP server needs url`},
-		{"client keys are unknown in toml", "c.toml", `[mcp_servers.a]
-command = "x"
-type = "stdio"
-headers = {}`, nil,
-			`F: server "a": key "headers": unknown key
-F: server "a": key "type": unknown key`},
+			`F: server "a": key "command": neither command nor url is set; a stdio server needs command, a streamable HTTP server needs url`},
 		{"several servers, all problems", "c.toml", `[mcp_servers.b]
 url = "x"
 [mcp_servers.a]
@@ -384,7 +385,7 @@ F: server "a": key "env_http_headers.X-E": value must be the name of an environm
 
 		// Claude Code / Cursor.
 		{"sse refused", ".mcp.json", `{"mcpServers": {"s": {"type": "sse", "url": "https://h/sse"}}}`, nil,
-			`F: server "s": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint`},
+			`F: server "s": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
 		{"unset variable", ".mcp.json", `{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"], "env": {"K": "${ALSO_NOPE}"}}}}`, nil,
 			`F: server "s": key "args[0]": environment variable "NOPE" is not set (write ${NOPE:-default} to give a default)
 F: server "s": key "env.K": environment variable "ALSO_NOPE" is not set (write ${ALSO_NOPE:-default} to give a default)`},
@@ -405,11 +406,11 @@ F: server "s": key "headers": expected an object of strings, got an array`},
 		{"disabled contradicts enabled", ".mcp.json", `{"mcpServers": {"s": {"command": "x", "enabled": true, "disabled": true}}}`, nil,
 			`F: server "s": key "disabled": contradicts enabled`},
 		{"invalid json", ".mcp.json", "{\n  \"mcpServers\": {\"s\": {\"command\": \"x\",}\n  oops\n}", nil,
-			`F: invalid JSON at line 3, column 3: invalid character 'o' after object key:value pair`},
+			`F: invalid JSON at line 3, column 3: invalid character 'o' after object value (expecting ',' or '}')`},
 		{"truncated json", ".mcp.json", `{"mcpServers": {`, nil,
-			`F: invalid JSON: unexpected end of input`},
+			`F: invalid JSON at line 1, column 17: parsing value: unexpected EOF`},
 		{"trailing data", ".mcp.json", `{"mcpServers": {}} {}`, nil,
-			`F: invalid JSON at line 1, column 20: data after the top-level value`},
+			`F: invalid JSON at line 1, column 20: invalid character '{' after top-level value`},
 		{"no servers object", ".mcp.json", `{"mcp": {}}`, nil,
 			`F: no "mcpServers" (Claude Code, Cursor) or "servers" (VS Code) object`},
 		{"servers is an array", ".mcp.json", `{"mcpServers": []}`, nil,
@@ -429,7 +430,7 @@ F: server "s": key "headers": expected an object of strings, got an array`},
 F: server "s": key "command": neither command nor url is set; a stdio server needs command, a streamable HTTP server needs url`},
 		{"vscode type", ".vscode/mcp.json", `{"servers": {"a": {"type": "streamable-http", "url": "https://h/mcp"}, "b": {"type": "sse", "url": "https://h/sse"}}}`, nil,
 			`F: server "a": key "type": must be "stdio" or "http"
-F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint`},
+F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
 		{"envFile missing", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "${env:SECRET_TOKEN}.env"}}}`, nil,
 			`F: server "s": key "envFile": cannot read ${env:SECRET_TOKEN}.env: no such file or directory`},
 		{"envFile bad line", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "bad.env"}}}`,
@@ -525,11 +526,6 @@ func TestParseInline(t *testing.T) {
 	errTests := []struct {
 		in, want string
 	}{
-		{`{"s": {"command": "x", "headers": {}, "type": "stdio", "disabled": true, "envFile": "x"}}`,
-			`initialize: server "s": key "disabled": unknown key
-initialize: server "s": key "envFile": unknown key
-initialize: server "s": key "headers": unknown key
-initialize: server "s": key "type": unknown key`},
 		{`{"s": {"url": "https://h/mcp", "bearer_token": "` + secret + `"}}`,
 			`initialize: server "s": key "bearer_token": inline bearer tokens are refused; use bearer_token_env_var`},
 		{`{"s": {"command": "x", "args": "x", "enabled_tools": [true]}}`,
@@ -542,7 +538,7 @@ initialize: server "s": key "enabled_tools[0]": expected a string, got a boolean
 		{`["s"]`,
 			`initialize: key "servers": expected an object mapping server names to settings`},
 		{`{"s": `,
-			`initialize: servers: invalid JSON: unexpected end of input`},
+			`initialize: key "servers": invalid JSON at line 1, column 6: unexpected end of input`},
 	}
 	for _, tt := range errTests {
 		_, err := ParseInline(json.RawMessage(tt.in))
@@ -571,32 +567,47 @@ command = "from-user"
 	  "a": {"command": "from-project"},
 	  "b": {"type": "sse", "url": "https://h/sse"}
 	}}`)
+	broken := writeFile(t, dir, "proj/.cursor/mcp.json", "{\n  \"mcpServers\": {,\n}")
 	inline := json.RawMessage(`{"a": {"command": "from-inline"}, "d": {"command": "only-inline"}}`)
 
-	got, notes, err := Load([]string{user, project}, inline, MapLookup(nil))
-	wantErr := project + `: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint`
-	if err == nil || err.Error() != wantErr {
-		t.Errorf("err = %v\nwant %s", err, wantErr)
+	l := Load(FileSources([]string{user, project, broken}), inline, MapLookup(nil))
+	wantErrs := project + `: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)` + "\n" +
+		broken + `: invalid JSON at line 2, column 18: invalid character ',' at start of value`
+	if got := l.Errors.Error(); got != wantErrs {
+		t.Errorf("errors:\n%s\nwant\n%s", got, wantErrs)
+	}
+	if e := l.Errors[1]; e.Line != 2 || e.Column != 18 {
+		t.Errorf("parse error at line %d, column %d; want 2, 18", e.Line, e.Column)
 	}
 	commands := make(map[string]string)
-	for name, c := range got {
-		commands[name] = c.Command + " @ " + c.Source
+	for name, c := range l.Servers {
+		commands[name] = fmt.Sprintf("%s @ %s valid=%v", c.Command, c.Source, c.Valid())
 	}
-	// b's later definition is invalid: the stale earlier one is not kept.
+	// b's later definition is invalid: it replaces the earlier one, and
+	// shows as invalid rather than running a stale definition.
 	wantCommands := map[string]string{
-		"a": "from-inline @ initialize",
-		"c": "from-user @ " + user,
-		"d": "only-inline @ initialize",
+		"a": "from-inline @ initialize valid=true",
+		"b": " @ " + project + " valid=false",
+		"c": "from-user @ " + user + " valid=true",
+		"d": "only-inline @ initialize valid=true",
 	}
 	if diff := cmp.Diff(wantCommands, commands); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)
 	}
-	wantNotes := []string{
-		`server "a" from ` + project + ` replaces the one from ` + user,
-		`server "a" from initialize replaces the one from ` + project,
+	var replaced []string
+	for _, r := range l.Replaced {
+		replaced = append(replaced, r.Server+": "+r.By.Path+" over "+r.Over.Path)
 	}
-	if diff := cmp.Diff(wantNotes, notes); diff != "" {
-		t.Errorf("notes (-want +got):\n%s", diff)
+	wantReplaced := []string{
+		"a: " + project + " over " + user,
+		"b: " + project + " over " + user,
+		"a: initialize over " + project,
+	}
+	if diff := cmp.Diff(wantReplaced, replaced); diff != "" {
+		t.Errorf("replaced (-want +got):\n%s", diff)
+	}
+	if len(l.Sources) != 4 || l.Sources[2].Err == nil || l.Sources[2].Err.Line != 2 {
+		t.Errorf("sources: %+v", l.Sources)
 	}
 }
 
@@ -669,44 +680,6 @@ func TestAllowedEnvIsFresh(t *testing.T) {
 	a[0] = "SECRET_TOKEN"
 	if b := AllowedEnv(); b[0] != "HOME" {
 		t.Errorf("AllowedEnv shares its slice: %v", b)
-	}
-}
-
-func TestDefaultFiles(t *testing.T) {
-	home, cwd, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
-	if got := DefaultFiles(home, cwd, MapLookup(nil)); len(got) != 0 {
-		t.Errorf("no files: got %v", got)
-	}
-	userToml := writeFile(t, home, ".codex/config.toml", "")
-	mcpJSON := writeFile(t, cwd, ".mcp.json", "{}")
-	vscode := writeFile(t, cwd, ".vscode/mcp.json", "{}")
-	if diff := cmp.Diff([]string{userToml, mcpJSON, vscode}, DefaultFiles(home, cwd, MapLookup(nil))); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	// CODEX_HOME replaces ~/.codex.
-	env := MapLookup(map[string]string{"CODEX_HOME": codexHome})
-	if diff := cmp.Diff([]string{mcpJSON, vscode}, DefaultFiles(home, cwd, env)); diff != "" {
-		t.Errorf("CODEX_HOME without config (-want +got):\n%s", diff)
-	}
-	codexToml := writeFile(t, codexHome, "config.toml", "")
-	if diff := cmp.Diff([]string{codexToml, mcpJSON, vscode}, DefaultFiles(home, cwd, env)); diff != "" {
-		t.Errorf("CODEX_HOME (-want +got):\n%s", diff)
-	}
-}
-
-func TestStripJSONC(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"a": 1, // c` + "\n}", `{"a": 1      ` + "\n}"},
-		{`{"a": "//not", "b": "/*no*/"}`, `{"a": "//not", "b": "/*no*/"}`},
-		{`[1, 2, /* x */ ]`, `[1, 2` + strings.Repeat(" ", 10) + `]`},
-		{`{"a": "q\"//", }`, `{"a": "q\"//"  }`},
-		{"\uFEFF{}", "   {}"},
-		{`{"a": 1 /* unterminated`, `{"a": 1` + strings.Repeat(" ", 16)},
-	}
-	for _, tt := range tests {
-		if got := string(stripJSONC([]byte(tt.in))); got != tt.want {
-			t.Errorf("stripJSONC(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 

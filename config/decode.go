@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
 )
 
 // dialect is the flavour of one server definition: which keys it may use,
@@ -32,15 +35,25 @@ func (d dialect) objectWord() string {
 	return "an object"
 }
 
-// codexKeys are the server keys of Codex's config plus the sidecar's own
+// codexKeys are the server keys of Codex's McpServerConfig (codex-rs
+// config/src/mcp_types.rs, RawMcpServerConfig) plus the sidecar's own
 // (startup_readiness, protocol_version); all dialects accept them.
 func codexKeys() []string {
 	return []string{
 		"command", "args", "env", "env_vars", "cwd",
-		"url", "bearer_token", "bearer_token_env_var", "http_headers", "env_http_headers",
-		"enabled", "required", "startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec",
-		"enabled_tools", "disabled_tools", "startup_readiness", "protocol_version", "scopes",
+		"url", "bearer_token", "bearer_token_env_var", "http_headers", "env_http_headers", "http_headers_helper",
+		"environment_id", "auth", "enabled", "required", "supports_parallel_tool_calls", "omit_tools_from",
+		"startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec",
+		"default_tools_approval_mode", "enabled_tools", "disabled_tools", "tools",
+		"scopes", "oauth", "oauth_resource", "name",
+		"startup_readiness", "protocol_version",
 	}
+}
+
+// fileLevelKeys are Codex's top-level OAuth keys, which inline config
+// accepts per server (it has no top level).
+func fileLevelKeys() []string {
+	return []string{"mcp_oauth_credentials_store", "mcp_oauth_callback_port", "mcp_oauth_callback_url"}
 }
 
 // clientKeys are the keys of Claude Code, Cursor and VS Code server entries
@@ -48,6 +61,14 @@ func codexKeys() []string {
 func clientKeys() []string {
 	return []string{"type", "headers", "envFile", "disabled"}
 }
+
+// Enumerations of Codex's config, as its serde names them.
+var (
+	omitSurfaces     = []string{"code_mode", "deferred", "direct"}
+	authModes        = []string{"oauth", "chatgpt"}
+	credentialStores = []string{"auto", "file", "keyring"}
+	envVarSources    = []string{"local", "remote"}
+)
 
 // serverDecoder turns one raw server definition (decoded TOML or JSON) into
 // a ServerConfig, collecting every problem rather than stopping at the first.
@@ -61,7 +82,7 @@ type serverDecoder struct {
 	c          *ServerConfig
 	keys       map[string]string // Codex key -> key as written, where they differ
 	errs       Errors
-	notes      []string
+	warnings   Errors
 	typ        string // "type" of client files
 	typSet     bool
 	envFile    string
@@ -74,19 +95,21 @@ func (sd *serverDecoder) errorf(key, format string, args ...any) {
 	sd.errs = append(sd.errs, &Error{File: sd.file, Server: sd.name, Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
-func (sd *serverDecoder) notef(key, format string, args ...any) {
-	sd.notes = append(sd.notes, (&Error{File: sd.file, Server: sd.name, Key: key, Message: fmt.Sprintf(format, args...)}).Error())
+func (sd *serverDecoder) warnf(key, format string, args ...any) {
+	sd.warnings = append(sd.warnings, &Error{File: sd.file, Server: sd.name, Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
 // decodeServer decodes raw, the value of one server entry. It returns the
-// config only when there were no problems.
-func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, []string, Errors) {
+// config, with Problems set when the definition is invalid, and the
+// warnings (keys ignored).
+func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
+	sd.c = &ServerConfig{Name: sd.name, Source: sd.file}
 	obj, ok := raw.(map[string]any)
 	if !ok {
 		sd.errorf("", "expected %s of server settings, got %s", sd.dialect.objectWord(), sd.kindOf(raw))
-		return nil, nil, sd.errs
+		sd.c.Problems = sd.errs
+		return sd.c, nil
 	}
-	sd.c = &ServerConfig{Name: sd.name, Source: sd.file}
 	sd.keys = make(map[string]string)
 	for _, key := range sortedKeys(obj) {
 		v := obj[key]
@@ -97,10 +120,8 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, []string, Errors) 
 	}
 	sd.finish()
 	sd.errs = append(sd.errs, validate(sd.c, sd.keys)...)
-	if len(sd.errs) > 0 {
-		return nil, sd.notes, sd.errs
-	}
-	return sd.c, sd.notes, nil
+	sd.c.Problems = sd.errs
+	return sd.c, sd.warnings
 }
 
 func (sd *serverDecoder) decodeKey(key string, v any) {
@@ -119,7 +140,7 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 	case "env":
 		c.Env, _ = sd.stringMap(key, v, true)
 	case "env_vars":
-		c.EnvVars, _ = sd.stringList(key, v, false)
+		c.EnvVars, _ = sd.envVars(key, v)
 	case "cwd":
 		c.Cwd, _ = sd.expandedString(key, v)
 	case "url":
@@ -146,12 +167,47 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 		sd.rename("http_headers", key)
 	case "env_http_headers":
 		c.EnvHTTPHeaders, _ = sd.stringMap(key, v, false)
+	case "http_headers_helper":
+		if s, ok := sd.str(key, v); ok {
+			if strings.TrimSpace(s) == "" {
+				sd.errorf(key, "must not be empty")
+				return
+			}
+			c.HTTPHeadersHelper = s
+			sd.warnf(key, "ignored: mcp-sidecar does not run header helpers; the headers it would print are not sent")
+		}
+	case "environment_id":
+		if s, ok := sd.str(key, v); ok {
+			c.EnvironmentID = s
+			if s != "local" {
+				sd.warnf(key, "mcp-sidecar starts every server on this machine (environment %q is Codex's)", s)
+			}
+		}
+	case "auth":
+		if s, ok := sd.enum(key, v, authModes); ok {
+			c.Auth = s
+			if s == "chatgpt" {
+				sd.warnf(key, `"chatgpt" needs a ChatGPT session, which mcp-sidecar does not have; it connects as with "oauth"`)
+			}
+		}
 	case "enabled":
 		if b, ok := sd.boolean(key, v); ok {
 			c.Enabled = &b
 		}
 	case "required":
 		c.Required, _ = sd.boolean(key, v)
+	case "supports_parallel_tool_calls":
+		c.SupportsParallelToolCalls, _ = sd.boolean(key, v)
+	case "omit_tools_from":
+		if list, ok := sd.stringList(key, v, false); ok {
+			for i, s := range list {
+				if !slices.Contains(omitSurfaces, s) {
+					sd.errorf(fmt.Sprintf("%s[%d]", key, i), "must be one of %s", quoteList(omitSurfaces))
+					return
+				}
+			}
+			c.OmitToolsFrom = list
+		}
 	case "startup_timeout_sec":
 		if f, ok := sd.number(key, v); ok {
 			c.StartupTimeoutSec = &f
@@ -170,6 +226,10 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 		if f, ok := sd.number(key, v); ok {
 			c.ToolTimeoutSec = &f
 		}
+	case "default_tools_approval_mode":
+		c.DefaultToolsApprovalMode, _ = sd.enum(key, v, ApprovalModes())
+	case "tools":
+		c.Tools = sd.tools(key, v)
 	case "enabled_tools":
 		c.EnabledTools, _ = sd.stringList(key, v, false)
 	case "disabled_tools":
@@ -179,10 +239,20 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 	case "protocol_version":
 		c.ProtocolVersion, _ = sd.str(key, v)
 	case "scopes":
-		// OAuth scopes for `codex mcp login`: the sidecar does no OAuth login.
-		if _, ok := sd.stringList(key, v, false); ok {
-			sd.notef(key, "ignored: mcp-sidecar does not perform OAuth logins")
+		c.Scopes, _ = sd.stringList(key, v, false)
+	case "oauth_resource":
+		c.OAuthResource, _ = sd.str(key, v)
+	case "oauth":
+		c.OAuth = sd.oauth(key, v)
+	case "name":
+		// Codex's legacy display name: accepted and unused, as in Codex.
+		sd.str(key, v)
+	case "mcp_oauth_credentials_store", "mcp_oauth_callback_port", "mcp_oauth_callback_url":
+		if sd.dialect != dialectInline {
+			sd.unknown(key)
+			return
 		}
+		applyFileLevel(c, key, v, sd.errorf)
 	case "type":
 		if !client {
 			sd.unknown(key)
@@ -211,21 +281,249 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 	}
 }
 
-// unknown reports a key the sidecar does not know: an error in Codex TOML
-// and inline config (as Codex, which denies unknown fields), a note in
-// files shared with other clients, which put their own keys there
-// (autoApprove, alwaysAllow, timeout, description, ...).
+// applyFileLevel sets one of Codex's top-level OAuth keys on c, reporting a
+// bad value through errorf.
+func applyFileLevel(c *ServerConfig, key string, v any, errorf func(key, format string, args ...any)) {
+	switch key {
+	case "mcp_oauth_credentials_store":
+		s, ok := v.(string)
+		if !ok || !slices.Contains(credentialStores, s) {
+			errorf(key, "must be one of %s", quoteList(credentialStores))
+			return
+		}
+		c.OAuthCredentialsStore = s
+	case "mcp_oauth_callback_port":
+		if port, ok := portNumber(v); ok {
+			c.OAuthCallbackPort = &port
+		} else {
+			errorf(key, "must be a port number from 0 to 65535")
+		}
+	case "mcp_oauth_callback_url":
+		s, ok := v.(string)
+		if !ok {
+			errorf(key, "expected a string")
+			return
+		}
+		c.OAuthCallbackURL = s
+	}
+}
+
+// portNumber reads a u16 as TOML (int64) or JSON (json.Number) gives it.
+func portNumber(v any) (int, bool) {
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return 0, false
+		}
+		n = i
+	default:
+		return 0, false
+	}
+	if n < 0 || n > 65535 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// envVars decodes env_vars: names, or Codex's {name, source} tables whose
+// source is "local" (the default) or "remote".
+func (sd *serverDecoder) envVars(key string, v any) ([]string, bool) {
+	var items []any
+	switch a := v.(type) {
+	case []any:
+		items = a
+	case []map[string]any:
+		for _, m := range a {
+			items = append(items, m)
+		}
+	default:
+		sd.errorf(key, "expected an array of variable names, got %s", sd.kindOf(v))
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	ok := true
+	for i, item := range items {
+		ikey := fmt.Sprintf("%s[%d]", key, i)
+		switch x := item.(type) {
+		case string:
+			out = append(out, x)
+		case map[string]any:
+			name, isStr := x["name"].(string)
+			if !isStr {
+				sd.errorf(ikey+".name", "expected the variable's name, a string")
+				ok = false
+				continue
+			}
+			if src, set := x["source"]; set {
+				s, isStr := src.(string)
+				if !isStr || !slices.Contains(envVarSources, s) {
+					sd.errorf(ikey+".source", "must be one of %s", quoteList(envVarSources))
+					ok = false
+					continue
+				}
+				if s == "remote" {
+					sd.warnf(ikey+".source", `"remote" is for Codex's remote environments; mcp-sidecar takes %s from its own environment`, name)
+				}
+			}
+			for _, k := range sortedKeys(x) {
+				if k != "name" && k != "source" {
+					sd.warnf(ikey+"."+k, "ignored: unknown key%s", hintFor(k, []string{"name", "source"}))
+				}
+			}
+			out = append(out, name)
+		default:
+			sd.errorf(ikey, "expected a variable name or a table with name and source, got %s", sd.kindOf(item))
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
+// tools decodes the per-tool table: tools.TOOL.approval_mode and
+// tools.TOOL.output_token_limit.
+func (sd *serverDecoder) tools(key string, v any) map[string]ToolConfig {
+	m, ok := v.(map[string]any)
+	if !ok {
+		sd.errorf(key, "expected %s mapping tool names to settings, got %s", sd.dialect.objectWord(), sd.kindOf(v))
+		return nil
+	}
+	out := make(map[string]ToolConfig, len(m))
+	for _, tool := range sortedKeys(m) {
+		tkey := key + "." + tool
+		entry, ok := m[tool].(map[string]any)
+		if !ok {
+			sd.errorf(tkey, "expected %s of tool settings, got %s", sd.dialect.objectWord(), sd.kindOf(m[tool]))
+			continue
+		}
+		var tc ToolConfig
+		for _, k := range sortedKeys(entry) {
+			switch k {
+			case "approval_mode":
+				tc.ApprovalMode, _ = sd.enum(tkey+"."+k, entry[k], ApprovalModes())
+			case "output_token_limit":
+				n, isNum := portLikeInt(entry[k])
+				if !isNum || n <= 0 {
+					sd.errorf(tkey+"."+k, "must be a whole number of tokens greater than 0")
+					continue
+				}
+				tc.OutputTokenLimit = n
+			default:
+				sd.warnf(tkey+"."+k, "ignored: unknown key%s", hintFor(k, []string{"approval_mode", "output_token_limit"}))
+			}
+		}
+		out[tool] = tc
+	}
+	return out
+}
+
+// portLikeInt reads a whole number as TOML or JSON gives it.
+func portLikeInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int64:
+		return int(x), true
+	case json.Number:
+		i, err := x.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
+}
+
+// oauth decodes [mcp_servers.NAME.oauth].
+func (sd *serverDecoder) oauth(key string, v any) *OAuthConfig {
+	m, ok := v.(map[string]any)
+	if !ok {
+		sd.errorf(key, "expected %s with client_id, callback_url and callback_port, got %s", sd.dialect.objectWord(), sd.kindOf(v))
+		return nil
+	}
+	o := &OAuthConfig{}
+	for _, k := range sortedKeys(m) {
+		ikey := key + "." + k
+		switch k {
+		case "client_id":
+			o.ClientID, _ = sd.str(ikey, m[k])
+		case "callback_url":
+			o.CallbackURL, _ = sd.str(ikey, m[k])
+		case "callback_port":
+			if port, ok := portNumber(m[k]); ok {
+				o.CallbackPort = &port
+			} else {
+				sd.errorf(ikey, "must be a port number from 0 to 65535")
+			}
+		default:
+			sd.warnf(ikey, "ignored: unknown key%s", hintFor(k, []string{"client_id", "callback_url", "callback_port"}))
+		}
+	}
+	return o
+}
+
+// enum decodes a string that must be one of allowed.
+func (sd *serverDecoder) enum(key string, v any, allowed []string) (string, bool) {
+	s, ok := sd.str(key, v)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(allowed, s) {
+		sd.errorf(key, "must be one of %s", quoteList(allowed))
+		return "", false
+	}
+	return s, true
+}
+
+// quoteList renders `"a", "b" or "c"`.
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// unknown reports a key the sidecar does not know. As Codex, which
+// ignores keys it does not know, it is a warning (with a hint when the key
+// looks like a known one), never a reason to drop the server: files are
+// shared between clients, which put their own keys there.
 func (sd *serverDecoder) unknown(key string) {
-	if sd.dialect.clientFile() {
-		sd.notef(key, "ignored: not used by mcp-sidecar")
-		return
-	}
 	known := codexKeys()
-	if hint := closest(key, known); hint != "" {
-		sd.errorf(key, "unknown key (did you mean %q?)", hint)
-		return
+	if sd.dialect.clientFile() {
+		known = append(known, clientKeys()...)
 	}
-	sd.errorf(key, "unknown key")
+	if sd.dialect == dialectInline {
+		known = append(known, fileLevelKeys()...)
+	}
+	sd.warnf(key, "ignored: unknown key%s", hintFor(key, known))
+}
+
+// knownElsewhere explains keys of other clients' formats written where
+// Codex's keys are expected (config.toml, initialize.servers).
+var knownElsewhere = map[string]string{
+	"headers":   `; Codex's key for static headers is "http_headers"`,
+	"type":      `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
+	"transport": `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
+	"disabled":  `; use "enabled = false"`,
+	"envFile":   `; Codex's keys have no env file: use "env" or "env_vars"`,
+	"timeout":   `; use "startup_timeout_sec" or "tool_timeout_sec"`,
+}
+
+// hintFor is a hint for an unknown key: an explanation for keys of other
+// clients, else "did you mean" the closest known key.
+func hintFor(key string, known []string) string {
+	if h, ok := knownElsewhere[key]; ok && !slices.Contains(known, key) {
+		return h
+	}
+	if best := closest(key, known); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }
 
 // rename records that the Codex key codex was written as key.
@@ -270,7 +568,7 @@ func (sd *serverDecoder) finish() {
 		if c.StartupTimeoutSec == nil {
 			c.StartupTimeoutSec = sd.timeout
 		} else {
-			sd.notef("startup_timeout_ms", "ignored: startup_timeout_sec is also set and wins")
+			sd.warnf("startup_timeout_ms", "ignored: startup_timeout_sec is also set and wins")
 		}
 	}
 	if sd.dir != "" {
@@ -300,7 +598,7 @@ func (sd *serverDecoder) checkType() {
 			sd.errorf("type", "is %q but the server has a command and no url", sd.typ)
 		}
 	case "sse":
-		sd.errorf("type", `"sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint`)
+		sd.errorf("type", `"sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`)
 	default:
 		if sd.dialect == dialectVSCode {
 			sd.errorf("type", `must be "stdio" or "http"`)
@@ -450,36 +748,5 @@ func (sd *serverDecoder) number(key string, v any) (float64, bool) {
 	return 0, false
 }
 
-// closest suggests a known key within two edits of key, for typos.
-func closest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt // not a typo of a short key; also bounds the work
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// closest suggests a known key for a typo.
+func closest(key string, known []string) string { return suggest.Closest(key, known) }

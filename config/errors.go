@@ -13,10 +13,12 @@ const InlineSource = "initialize"
 // for inline config), the server and the key, and never quotes a value that
 // may be secret (env values, header values, URLs).
 type Error struct {
-	File    string // a path, or "initialize"
-	Server  string // empty for a problem of the whole file
-	Key     string // the key as written in the file; empty when not about one key
-	Message string
+	File   string // a path, or "initialize"
+	Server string // empty for a problem of the whole file
+	Key    string // the key as written in the file; empty when not about one key
+	// Line and Column locate a parse error (1-based; 0 when unknown).
+	Line, Column int
+	Message      string
 }
 
 // Error renders e.g.

@@ -24,7 +24,12 @@ func fuzzEnv() Lookup {
 // checkFuzzResult asserts what holds for any input: errors are Errors of
 // *Error naming file, no secret value leaks into them or into notes, and
 // every returned server is valid and named after its key.
-func checkFuzzResult(t *testing.T, input []byte, file string, servers map[string]*ServerConfig, notes []string, errs Errors) {
+func checkFuzzResult(t *testing.T, input []byte, file string, r parsed) {
+	servers, errs := r.valid(), r.errs
+	var notes []string
+	for _, w := range r.warnings {
+		notes = append(notes, w.Error())
+	}
 	t.Helper()
 	err := errs.asError()
 	if err != nil {
@@ -62,6 +67,15 @@ func checkFuzzResult(t *testing.T, input []byte, file string, servers map[string
 			t.Errorf("returned server %q is invalid: %v", name, err)
 		}
 	}
+	// Every invalid server's problems are among the errors, so none is
+	// dropped silently.
+	for name, c := range r.servers {
+		for _, p := range c.Problems {
+			if p.Server != name {
+				t.Errorf("problem %q of server %q names server %q", p.Error(), name, p.Server)
+			}
+		}
+	}
 }
 
 func FuzzLoadTOML(f *testing.F) {
@@ -72,8 +86,7 @@ func FuzzLoadTOML(f *testing.F) {
 	// envFile is read from disk, and nothing writes to this directory.
 	path := filepath.Join(f.TempDir(), "config.toml")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		servers, notes, errs := parseFile(path, data, fuzzEnv())
-		checkFuzzResult(t, data, path, servers, notes, errs)
+		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
 	})
 }
 
@@ -85,8 +98,7 @@ func FuzzLoadClaudeJSON(f *testing.F) {
 	// envFile is read from disk, and nothing writes to this directory.
 	path := filepath.Join(f.TempDir(), ".mcp.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		servers, notes, errs := parseFile(path, data, fuzzEnv())
-		checkFuzzResult(t, data, path, servers, notes, errs)
+		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
 	})
 }
 
@@ -96,8 +108,7 @@ func FuzzLoadVSCodeJSON(f *testing.F) {
 	f.Add([]byte("/* c */ {\"servers\": {\"c\": {\"command\": \"${userHome}\", \"cwd\": \"${config:x}\"}}}"))
 	path := filepath.Join(f.TempDir(), ".vscode", "mcp.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		servers, notes, errs := parseFile(path, data, fuzzEnv())
-		checkFuzzResult(t, data, path, servers, notes, errs)
+		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
 	})
 }
 
@@ -106,11 +117,11 @@ func FuzzParseInline(f *testing.F) {
 	f.Add([]byte(`{"b": {"url": "https://h/mcp", "bearer_token": "t", "type": "http"}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		servers, err := ParseInline(json.RawMessage(data))
+		_, err := ParseInline(json.RawMessage(data))
 		var errs Errors
 		if err != nil && !errors.As(err, &errs) {
 			t.Fatalf("error %T is not Errors: %v", err, err)
 		}
-		checkFuzzResult(t, data, InlineSource, servers, nil, errs)
+		checkFuzzResult(t, data, InlineSource, parseInline(json.RawMessage(data)))
 	})
 }

@@ -6,41 +6,67 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/tailscale/hujson"
 )
 
 // maxConfigFileSize bounds a config file; real ones are a few KiB.
 const maxConfigFileSize = 16 << 20
 
 // ParseInline parses initialize.servers: a JSON object mapping a server name
-// to a ServerConfig with Codex's keys. Unknown keys are errors, there is no
-// variable expansion, and a relative cwd stays relative (there is no file
-// to resolve it against). Each server has Source "initialize". On error
-// the map still holds the servers that were valid.
+// to a ServerConfig with Codex's keys. There is no variable expansion, and a
+// relative cwd stays relative (there is no file to resolve it against).
+// Each server has Source "initialize". It returns the valid servers, and the
+// problems of the others as Errors.
 func ParseInline(data json.RawMessage) (map[string]*ServerConfig, error) {
-	servers, _, errs := parseInline(data)
-	return servers, errs.asError()
+	r := parseInline(data)
+	return r.valid(), r.errs.asError()
 }
 
-func parseInline(data json.RawMessage) (map[string]*ServerConfig, []string, Errors) {
-	servers := make(map[string]*ServerConfig)
+// parsed is what one source yields: every server defined (invalid ones
+// with Problems), problems of the whole source, and warnings.
+type parsed struct {
+	servers  map[string]*ServerConfig
+	errs     Errors // file-level problems and every server's
+	warnings Errors
+	// fileLevel holds Codex's top-level OAuth keys, applied to each server.
+	fileLevel map[string]any
+}
+
+func failed(e *Error) parsed {
+	return parsed{servers: map[string]*ServerConfig{}, errs: Errors{e}}
+}
+
+// valid returns the servers without problems.
+func (r parsed) valid() map[string]*ServerConfig {
+	out := make(map[string]*ServerConfig, len(r.servers))
+	for name, c := range r.servers {
+		if c.Valid() {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+func parseInline(data json.RawMessage) parsed {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return servers, nil, nil
+		return parsed{servers: map[string]*ServerConfig{}}
 	}
-	top, problem := decodeJSON(trimmed)
-	if problem != "" {
-		return servers, nil, Errors{{File: InlineSource, Message: "servers: " + problem}}
+	top, perr := decodeJSON(InlineSource, trimmed)
+	if perr != nil {
+		perr.Key = "servers"
+		return failed(perr)
 	}
 	obj, ok := top.(map[string]any)
 	if !ok {
-		return servers, nil, Errors{{File: InlineSource, Key: "servers", Message: "expected an object mapping server names to settings"}}
+		return failed(&Error{File: InlineSource, Key: "servers", Message: "expected an object mapping server names to settings"})
 	}
 	return decodeServers(obj, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: dialectInline, file: InlineSource, name: name}
@@ -50,110 +76,214 @@ func parseInline(data json.RawMessage) (map[string]*ServerConfig, []string, Erro
 // LoadFile reads one config file, detecting its format:
 //
 //   - *.toml: Codex config.toml, whose [mcp_servers.NAME] tables are read
-//     (other top-level Codex keys are ignored); no variable expansion, as
-//     Codex has none; unknown server keys are errors.
+//     with every key of Codex's McpServerConfig, and whose top-level
+//     mcp_oauth_credentials_store, mcp_oauth_callback_port and
+//     mcp_oauth_callback_url apply to each of them (other top-level Codex
+//     keys are ignored); no variable expansion, as Codex has none.
 //   - JSON with a top-level "mcpServers" object: Claude Code and Cursor
 //     (.mcp.json, ~/.cursor/mcp.json). ${VAR} and ${VAR:-default} expand
 //     as in Claude Code, as do Cursor's ${env:VAR}, ${userHome} and
 //     ${workspaceFolder} (in command, args, env, url and headers as
 //     Claude Code documents, and also in cwd and envFile; an unset
 //     variable without a default is an error); "type": "sse" is refused;
-//     "headers" is http_headers; "disabled": true is "enabled": false;
-//     keys of other clients (autoApprove, timeout, ...) are ignored with
-//     a note, since users share these files between clients.
+//     "headers" is http_headers; "disabled": true is "enabled": false.
 //   - JSON with a top-level "servers" object: VS Code (.vscode/mcp.json).
 //     ${env:VAR}, ${workspaceFolder}, ${userHome} expand; ${input:...} is
 //     refused since the sidecar cannot prompt; envFile is read.
 //
-// JSON files may hold comments and trailing commas, as VS Code writes
-// them. Both JSON formats also accept Codex's snake_case keys
+// JSON files may hold comments and trailing commas (JSONC, as VS Code
+// writes them). Both JSON formats also accept Codex's snake_case keys
 // (startup_timeout_sec, enabled_tools, ...). A relative cwd is resolved
 // against the file's directory, and so is a command containing a slash; a
-// bare command is looked up in PATH when spawned.
+// bare command is looked up in PATH when spawned. Unknown keys are
+// warnings (see Load), never errors: as Codex, and since these files are
+// shared between clients.
 //
-// Each returned ServerConfig has Name and Source (the path) set. On error
-// (Errors) the map still holds the servers that were valid.
+// Each returned ServerConfig has Name and Source (the path) set. It returns
+// the valid servers, and the problems of the others as Errors.
 func LoadFile(path string, env Lookup) (map[string]*ServerConfig, error) {
-	servers, _, errs := loadFile(path, env)
-	return servers, errs.asError()
+	r := loadSource(Source{Path: path}, env)
+	return r.valid(), r.errs.asError()
 }
 
-func loadFile(path string, env Lookup) (map[string]*ServerConfig, []string, Errors) {
-	data, problem := readBounded(path, maxConfigFileSize)
-	if problem != "" {
-		return map[string]*ServerConfig{}, nil, Errors{{File: path, Message: problem}}
+// Formats of a Source.
+const (
+	FormatAuto        = ""             // by extension and content, as LoadFile
+	FormatCodex       = "codex"        // config.toml
+	FormatMCPServers  = "mcpServers"   // Claude Code .mcp.json, Cursor mcp.json
+	FormatVSCode      = "vscode"       // VS Code mcp.json
+	FormatClaudeUser  = "claude-user"  // ~/.claude.json, top-level mcpServers
+	FormatClaudeLocal = "claude-local" // ~/.claude.json, projects[Project].mcpServers
+)
+
+// Source is one place servers are read from: a file given by the host or a
+// person, or one found by Discover.
+type Source struct {
+	Path   string `json:"path"`
+	Format string `json:"format,omitempty"`
+	// Tool and Scope say whose file it is, for people: "codex", "claude",
+	// "cursor" or "vscode"; "user", "project" or "local".
+	Tool  string `json:"tool,omitempty"`
+	Scope string `json:"scope,omitempty"`
+	// Project is the project directory of a Claude Code local scope.
+	Project string `json:"project,omitempty"`
+}
+
+// Describe names the source for people: its path, and whose scope it is.
+func (s Source) Describe() string {
+	var who []string
+	if name := toolNames[s.Tool]; name != "" {
+		who = append(who, name)
 	}
-	return parseFile(path, data, env)
+	if s.Scope != "" {
+		who = append(who, s.Scope+" scope")
+	}
+	if s.Project != "" {
+		who = append(who, "project "+s.Project)
+	}
+	if len(who) == 0 {
+		return s.Path
+	}
+	return fmt.Sprintf("%s (%s)", s.Path, strings.Join(who, ", "))
 }
 
-// parseFile is LoadFile on data already read.
-func parseFile(path string, data []byte, env Lookup) (map[string]*ServerConfig, []string, Errors) {
+var toolNames = map[string]string{"codex": "Codex", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
+
+func loadSource(src Source, env Lookup) parsed {
+	data, problem := readBounded(src.Path, maxConfigFileSize)
+	if problem != "" {
+		return failed(&Error{File: src.Path, Message: problem})
+	}
+	return parseSource(src, data, env)
+}
+
+// parseSource is loadSource on data already read.
+func parseSource(src Source, data []byte, env Lookup) parsed {
+	path := src.Path
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return map[string]*ServerConfig{}, nil, Errors{{File: path, Message: fmt.Sprintf("cannot resolve path: %v", err)}}
+		return failed(&Error{File: path, Message: fmt.Sprintf("cannot resolve path: %v", err)})
 	}
-	dir := filepath.Dir(abs)
-	if strings.EqualFold(filepath.Ext(path), ".toml") {
-		return parseTOML(path, dir, data)
+	format := src.Format
+	if format == FormatAuto && strings.EqualFold(filepath.Ext(path), ".toml") {
+		format = FormatCodex
 	}
-	return parseClientJSON(path, abs, data, env)
+	if format == FormatCodex {
+		return parseTOML(path, filepath.Dir(abs), data)
+	}
+	return parseClientJSON(src, format, abs, data, env)
 }
 
-func parseTOML(path, dir string, data []byte) (map[string]*ServerConfig, []string, Errors) {
-	empty := map[string]*ServerConfig{}
+func parseTOML(path, dir string, data []byte) parsed {
 	var top map[string]any
 	if _, err := toml.Decode(string(data), &top); err != nil {
-		return empty, nil, Errors{{File: path, Message: describeTOMLError(err)}}
+		return failed(describeTOMLError(path, err))
+	}
+	r := parsed{servers: map[string]*ServerConfig{}}
+	// The top-level OAuth keys go to every server of the file; a bad
+	// value is a problem of the file, and the servers start without it.
+	level := &ServerConfig{}
+	for _, key := range fileLevelKeys() {
+		if v, ok := top[key]; ok {
+			applyFileLevel(level, key, v, func(key, format string, args ...any) {
+				r.errs = append(r.errs, &Error{File: path, Key: key, Message: fmt.Sprintf(format, args...)})
+			})
+		}
 	}
 	raw, ok := top["mcp_servers"]
 	if !ok {
-		return empty, nil, nil
+		return r
 	}
 	obj, ok := raw.(map[string]any)
 	if !ok {
-		return empty, nil, Errors{{File: path, Key: "mcp_servers", Message: "expected a table of servers ([mcp_servers.NAME])"}}
+		r.errs = append(r.errs, &Error{File: path, Key: "mcp_servers", Message: "expected a table of servers ([mcp_servers.NAME])"})
+		return r
 	}
-	return decodeServers(obj, func(name string) *serverDecoder {
+	got := decodeServers(obj, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: dialectCodex, file: path, name: name, dir: dir}
 	})
+	for _, c := range got.servers {
+		c.OAuthCredentialsStore = level.OAuthCredentialsStore
+		c.OAuthCallbackPort = level.OAuthCallbackPort
+		c.OAuthCallbackURL = level.OAuthCallbackURL
+	}
+	got.errs = append(r.errs, got.errs...)
+	return got
 }
 
-func parseClientJSON(path, abs string, data []byte, env Lookup) (map[string]*ServerConfig, []string, Errors) {
-	empty := map[string]*ServerConfig{}
-	top, problem := decodeJSON(stripJSONC(data))
-	if problem != "" {
-		return empty, nil, Errors{{File: path, Message: problem}}
+func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) parsed {
+	path := src.Path
+	data = slices.Clone(data)
+	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		copy(data, "   ") // a byte order mark; blanked so positions stay right
+	}
+	std, err := hujson.Standardize(slices.Clone(data))
+	if err != nil {
+		return failed(describeJSONCError(path, data, err))
+	}
+	top, perr := decodeJSON(path, std)
+	if perr != nil {
+		return failed(perr)
 	}
 	obj, ok := top.(map[string]any)
 	if !ok {
-		return empty, nil, Errors{{File: path, Message: `expected a JSON object with "mcpServers" or "servers"`}}
+		return failed(&Error{File: path, Message: `expected a JSON object with "mcpServers" or "servers"`})
 	}
+	empty := parsed{servers: map[string]*ServerConfig{}}
 	var (
 		key string
 		d   dialect
 		syn syntax
 	)
-	_, hasClaude := obj["mcpServers"]
-	_, hasVSCode := obj["servers"]
-	switch {
-	case hasClaude && hasVSCode:
-		return empty, nil, Errors{{File: path, Message: `both "mcpServers" and "servers" are present; a file is either Claude Code/Cursor (mcpServers) or VS Code (servers)`}}
-	case hasClaude:
-		key, d, syn = "mcpServers", dialectClaude, syntaxClaude
-	case hasVSCode:
+	switch format {
+	case FormatAuto:
+		_, hasClaude := obj["mcpServers"]
+		_, hasVSCode := obj["servers"]
+		switch {
+		case hasClaude && hasVSCode:
+			return failed(&Error{File: path, Message: `both "mcpServers" and "servers" are present; a file is either Claude Code/Cursor (mcpServers) or VS Code (servers)`})
+		case hasClaude:
+			format = FormatMCPServers
+		case hasVSCode:
+			format = FormatVSCode
+		default:
+			return failed(&Error{File: path, Message: `no "mcpServers" (Claude Code, Cursor) or "servers" (VS Code) object`})
+		}
+	case FormatClaudeLocal:
+		projects, _ := obj["projects"].(map[string]any)
+		project, _ := projects[src.Project].(map[string]any)
+		if project == nil {
+			return empty
+		}
+		obj = project
+	}
+	switch format {
+	case FormatVSCode:
 		key, d, syn = "servers", dialectVSCode, syntaxVSCode
 	default:
-		return empty, nil, Errors{{File: path, Message: `no "mcpServers" (Claude Code, Cursor) or "servers" (VS Code) object`}}
+		key, d, syn = "mcpServers", dialectClaude, syntaxClaude
 	}
 	servers, ok := obj[key].(map[string]any)
 	if !ok {
 		if obj[key] == nil {
-			return empty, nil, nil
+			return empty
 		}
-		return empty, nil, Errors{{File: path, Key: key, Message: "expected an object mapping server names to settings"}}
+		where := key
+		if format == FormatClaudeLocal {
+			where = fmt.Sprintf("projects[%q].%s", src.Project, key)
+		}
+		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
+	if src.Project != "" {
+		x.workspace = src.Project
+	}
 	dir := filepath.Dir(abs)
+	if format == FormatClaudeUser || format == FormatClaudeLocal {
+		// ~/.claude.json lives in HOME; Claude Code starts its servers in
+		// the project, so relative paths are the project's.
+		dir = x.workspace
+	}
 	return decodeServers(servers, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: d, file: path, name: name, dir: dir, x: x}
 	})
@@ -161,84 +291,108 @@ func parseClientJSON(path, abs string, data []byte, env Lookup) (map[string]*Ser
 
 // decodeServers decodes each server of obj, in name order so that problems
 // come out in a stable order.
-func decodeServers(obj map[string]any, newDecoder func(name string) *serverDecoder) (map[string]*ServerConfig, []string, Errors) {
-	servers := make(map[string]*ServerConfig, len(obj))
-	var (
-		notes []string
-		errs  Errors
-	)
+func decodeServers(obj map[string]any, newDecoder func(name string) *serverDecoder) parsed {
+	r := parsed{servers: make(map[string]*ServerConfig, len(obj))}
 	for _, name := range sortedKeys(obj) {
-		c, n, e := decodeServer(newDecoder(name), obj[name])
-		notes = append(notes, n...)
-		errs = append(errs, e...)
-		if c != nil {
-			servers[name] = c
-		}
+		c, w := decodeServer(newDecoder(name), obj[name])
+		r.warnings = append(r.warnings, w...)
+		r.errs = append(r.errs, c.Problems...)
+		r.servers[name] = c
 	}
-	return servers, notes, errs
+	return r
 }
 
-// Load reads the files in order and then the inline servers. A later
-// definition of a name replaces an earlier one, and the returned notes say
-// so (with the keys that were ignored), for the sidecar to log. An invalid
-// later definition also removes the earlier one: the user meant to change
-// that server, and running the stale definition would hide the mistake.
-// On error (Errors, from every source) the map holds the valid servers.
-func Load(files []string, inline json.RawMessage, env Lookup) (map[string]*ServerConfig, []string, error) {
-	servers := make(map[string]*ServerConfig)
-	var (
-		notes []string
-		errs  Errors
-	)
-	merge := func(got map[string]*ServerConfig, n []string, e Errors) {
-		notes = append(notes, n...)
-		errs = append(errs, e...)
-		for _, bad := range e {
-			if bad.Server != "" {
-				delete(servers, bad.Server)
-			}
-		}
-		for _, name := range sortedKeys(got) {
-			c := got[name]
-			if prev, ok := servers[name]; ok {
-				notes = append(notes, fmt.Sprintf("server %q from %s replaces the one from %s", name, c.Source, prev.Source))
-			}
-			servers[name] = c
-		}
-	}
-	for _, f := range files {
-		merge(loadFile(f, env))
-	}
-	merge(parseInline(inline))
-	return servers, notes, errs.asError()
+// Loaded is the configuration of several sources, merged.
+type Loaded struct {
+	// Servers holds each name's winning definition: the last source that
+	// defines the name wins, whether its definition is valid or not (the
+	// user meant to change that server, and running a stale definition
+	// would hide the mistake). An invalid one has Problems.
+	Servers map[string]*ServerConfig
+	// Sources are the sources read, in order, with what each defined.
+	Sources []SourceReport
+	// Errors are all problems: of whole sources (a file that cannot be read
+	// or parsed, with line and column) and of server definitions,
+	// including definitions a later source replaced.
+	Errors Errors
+	// Warnings are keys ignored (unknown ones, with a hint) and settings
+	// the sidecar does not act on.
+	Warnings Errors
+	// Replaced says which definitions a later source replaced.
+	Replaced []Replacement
 }
 
-// DefaultFiles lists the conventional config files that exist, in the order
-// Load should read them (user config first, so project files override it):
-// $CODEX_HOME/config.toml (default ~/.codex/config.toml), <cwd>/.mcp.json
-// and <cwd>/.vscode/mcp.json.
-func DefaultFiles(home, cwd string, env Lookup) []string {
-	var candidates []string
-	if codexHome, ok := env("CODEX_HOME"); ok && codexHome != "" {
-		candidates = append(candidates, filepath.Join(codexHome, "config.toml"))
-	} else if home != "" {
-		candidates = append(candidates, filepath.Join(home, ".codex", "config.toml"))
-	}
-	if cwd != "" {
-		candidates = append(candidates, filepath.Join(cwd, ".mcp.json"), filepath.Join(cwd, ".vscode", "mcp.json"))
-	}
-	var out []string
-	for _, p := range candidates {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			out = append(out, p)
+// SourceReport is one source read.
+type SourceReport struct {
+	Source
+	// Servers are the names it defines, sorted.
+	Servers []string
+	// Err is set when the source could not be read or parsed.
+	Err *Error
+}
+
+// Replacement is a server defined again by a later source.
+type Replacement struct {
+	Server string
+	By     Source // the later source, whose definition counts
+	Over   Source // the earlier one
+}
+
+// Valid returns the servers without problems.
+func (l *Loaded) Valid() map[string]*ServerConfig {
+	return parsed{servers: l.Servers}.valid()
+}
+
+// Names returns every server name, sorted.
+func (l *Loaded) Names() []string { return sortedKeys(l.Servers) }
+
+// Load reads the sources in order and then the inline servers (Source
+// "initialize"); a later definition of a name replaces an earlier one.
+// Nothing stops it: a source that cannot be read or parsed is reported
+// and the others still load.
+func Load(sources []Source, inline json.RawMessage, env Lookup) *Loaded {
+	l := &Loaded{Servers: map[string]*ServerConfig{}}
+	from := map[string]Source{}
+	merge := func(src Source, r parsed) {
+		rep := SourceReport{Source: src, Servers: sortedKeys(r.servers)}
+		for _, e := range r.errs {
+			if e.Server == "" && rep.Err == nil && len(r.servers) == 0 {
+				rep.Err = e
+			}
 		}
+		l.Sources = append(l.Sources, rep)
+		l.Errors = append(l.Errors, r.errs...)
+		l.Warnings = append(l.Warnings, r.warnings...)
+		for _, name := range rep.Servers {
+			if prev, ok := from[name]; ok {
+				l.Replaced = append(l.Replaced, Replacement{Server: name, By: src, Over: prev})
+			}
+			r.servers[name].Origin = src
+			l.Servers[name] = r.servers[name]
+			from[name] = src
+		}
+	}
+	for _, src := range sources {
+		merge(src, loadSource(src, env))
+	}
+	if r := parseInline(inline); len(r.servers) > 0 || len(r.errs) > 0 {
+		merge(Source{Path: InlineSource}, r)
+	}
+	return l
+}
+
+// FileSources makes Sources of paths whose format is detected (LoadFile).
+func FileSources(paths []string) []Source {
+	out := make([]Source, len(paths))
+	for i, p := range paths {
+		out[i] = Source{Path: p}
 	}
 	return out
 }
 
-// decodeJSON decodes one JSON value, keeping numbers exact. The problem
-// gives the position but never a piece of the input.
-func decodeJSON(data []byte) (any, string) {
+// decodeJSON decodes one JSON value of file, keeping numbers exact. A
+// problem gives the position but never a piece of the input.
+func decodeJSON(file string, data []byte) (any, *Error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -246,22 +400,26 @@ func decodeJSON(data []byte) (any, string) {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			// Offset is just past the offending byte.
-			line, col := position(data, se.Offset-1)
-			return nil, fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
+			return nil, positioned(file, data, se.Offset-1, "invalid JSON", se.Error())
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, "invalid JSON: unexpected end of input"
+			return nil, positioned(file, data, int64(len(data)), "invalid JSON", "unexpected end of input")
 		}
-		return nil, "invalid JSON: " + err.Error()
+		return nil, &Error{File: file, Message: "invalid JSON: " + err.Error()}
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		rest := data[end:]
 		end += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
-		line, col := position(data, end)
-		return nil, fmt.Sprintf("invalid JSON at line %d, column %d: data after the top-level value", line, col)
+		return nil, positioned(file, data, end, "invalid JSON", "data after the top-level value")
 	}
-	return v, ""
+	return v, nil
+}
+
+// positioned is a parse error of file at a byte offset of data.
+func positioned(file string, data []byte, offset int64, what, msg string) *Error {
+	line, col := position(data, offset)
+	return &Error{File: file, Line: line, Column: col, Message: fmt.Sprintf("%s at line %d, column %d: %s", what, line, col, msg)}
 }
 
 // position converts a byte offset into a 1-based line and column.
@@ -273,24 +431,48 @@ func position(data []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-// quoted matches quoted text in a TOML parser message.
+// describeJSONCError renders hujson's parse error of a JSONC file with its
+// position, and none of the input.
+func describeJSONCError(file string, data []byte, err error) *Error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return positioned(file, data, se.Offset-1, "invalid JSON", se.Error())
+	}
+	// hujson reports "hujson: line L, column C: ..." or an offset.
+	msg := strings.TrimPrefix(err.Error(), "hujson: ")
+	var line, col int
+	if n, _ := fmt.Sscanf(msg, "line %d, column %d:", &line, &col); n == 2 {
+		_, rest, _ := strings.Cut(msg, ": ")
+		return &Error{File: file, Line: line, Column: col, Message: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, elide(rest))}
+	}
+	return &Error{File: file, Message: "invalid JSON: " + elide(msg)}
+}
+
+// elide shortens quoted fragments of the input in a parser message to "…",
+// keeping single (possibly escaped) characters: a malformed line may hold
+// a secret.
+func elide(msg string) string {
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		inner := q[1 : len(q)-1]
+		if utf8.RuneCountInString(inner) == 1 || (len(inner) <= 10 && strings.HasPrefix(inner, `\`)) {
+			return q
+		}
+		return q[:1] + "…" + q[:1]
+	})
+}
+
+// quoted matches quoted text in a parser message.
 var quoted = regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
 
 // describeTOMLError renders a TOML syntax error with its position. Longer
 // quoted fragments of the input are elided: a malformed line may hold a
 // secret.
-func describeTOMLError(err error) string {
+func describeTOMLError(file string, err error) *Error {
 	var pe toml.ParseError
 	if !errors.As(err, &pe) {
-		return "invalid TOML: " + err.Error()
+		return &Error{File: file, Message: "invalid TOML: " + err.Error()}
 	}
-	msg := quoted.ReplaceAllStringFunc(pe.Message, func(q string) string {
-		inner := q[1 : len(q)-1]
-		if utf8.RuneCountInString(inner) == 1 || (len(inner) <= 10 && strings.HasPrefix(inner, `\`)) {
-			return q // one, possibly escaped, character
-		}
-		return q[:1] + "…" + q[:1]
-	})
+	msg := elide(pe.Message)
 	where := fmt.Sprintf("line %d", pe.Position.Line)
 	if pe.Position.Col > 0 {
 		where += fmt.Sprintf(", column %d", pe.Position.Col)
@@ -298,65 +480,5 @@ func describeTOMLError(err error) string {
 	if pe.LastKey != "" {
 		where += fmt.Sprintf(" (after key %q)", pe.LastKey)
 	}
-	return fmt.Sprintf("invalid TOML at %s: %s", where, msg)
-}
-
-// stripJSONC blanks out // and /* */ comments, trailing commas and a byte
-// order mark, keeping every other byte where it was so that positions in
-// JSON errors stay right.
-func stripJSONC(data []byte) []byte {
-	out := bytes.Clone(data)
-	if bytes.HasPrefix(out, []byte("\uFEFF")) {
-		copy(out, "   ")
-	}
-	blank := func(i int) {
-		if out[i] != '\n' && out[i] != '\r' {
-			out[i] = ' '
-		}
-	}
-	for i := 0; i < len(out); i++ {
-		switch out[i] {
-		case '"':
-			for i++; i < len(out) && out[i] != '"'; i++ {
-				if out[i] == '\\' {
-					i++
-				}
-			}
-		case '/':
-			if i+1 >= len(out) {
-				continue
-			}
-			switch out[i+1] {
-			case '/':
-				for ; i < len(out) && out[i] != '\n'; i++ {
-					blank(i)
-				}
-			case '*':
-				blank(i)
-				blank(i + 1)
-				for i += 2; i < len(out); i++ {
-					if out[i] == '*' && i+1 < len(out) && out[i+1] == '/' {
-						blank(i)
-						blank(i + 1)
-						i++
-						break
-					}
-					blank(i)
-				}
-			}
-		case ']', '}':
-		back:
-			for j := i - 1; j >= 0; j-- {
-				switch out[j] {
-				case ' ', '\t', '\n', '\r':
-				case ',':
-					out[j] = ' '
-					break back
-				default:
-					break back
-				}
-			}
-		}
-	}
-	return out
+	return &Error{File: file, Line: pe.Position.Line, Column: pe.Position.Col, Message: fmt.Sprintf("invalid TOML at %s: %s", where, msg)}
 }

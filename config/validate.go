@@ -76,6 +76,18 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 		if c.EnvHTTPHeaders != nil {
 			report("env_http_headers", msg)
 		}
+		if c.HTTPHeadersHelper != "" {
+			report("http_headers_helper", msg)
+		}
+		if c.OAuth != nil {
+			report("oauth", msg)
+		}
+		if c.OAuthResource != "" {
+			report("oauth_resource", msg)
+		}
+		if c.Auth != "" {
+			report("auth", msg)
+		}
 	}
 
 	if strings.ContainsRune(c.Command, 0) {

@@ -1,15 +1,24 @@
 // Package launcherprobe verifies that a candidate Codex executable can act
 // as the sandbox launcher before anyone advertises it to an MCP server
-// (docs/protocol.md, "Launcher probe"), and caches the verdict per file
-// identity.
+// (docs/protocol.md, "Launcher probe"), and keeps that verdict current
+// while it is advertised.
 //
-// A candidate is verified when its path is absolute and valid UTF-8, it is
-// a regular executable file not writable by group or others, and
-// `<exe> sandbox --help` (no stdin, a minimal environment, bounded time and
-// output) exits 0 and mentions --sandbox-state-json. Results of a probe that
-// ran, positive or negative, are cached by path, device, inode, size, mtime
-// and ctime, so a file that is replaced or modified is probed again;
-// concurrent probes of one file identity run once.
+// A candidate is verified when its path is absolute and valid UTF-8, the
+// file it resolves to (symlinks are followed to their final target, and the
+// target is what is checked, run and advertised) is a regular executable
+// file not writable by group or others, in a directory not writable by
+// group or others, and `<target> sandbox --help` (no stdin, a minimal
+// environment, bounded time and output) exits 0 and mentions
+// --sandbox-state-json.
+//
+// A verdict is about one file identity: the resolved target's path,
+// device, inode, size, mtime, ctime and mode, and its directory's device,
+// inode and mode. Prober caches verdicts by identity; Monitor re-reads the
+// identity each time the launcher is about to be used and probes again,
+// once, when it changed, reporting the launcher unavailable meanwhile.
+//
+// On systems without POSIX permissions (Windows) no launcher is ever
+// verified: the checks above cannot be made there, so it fails closed.
 package launcherprobe
 
 import (
@@ -17,11 +26,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -38,9 +47,14 @@ const (
 	StatusUnavailable Status = "unavailable"
 )
 
-// Result is the outcome of Probe.
+// Result is a verdict on a candidate.
 type Result struct {
-	Path   string
+	// Path is the candidate as given.
+	Path string
+	// Target is the file Path resolves to (symlinks followed): the file
+	// that was checked and run, and the path to advertise. Empty when the
+	// candidate could not be resolved.
+	Target string
 	Status Status
 	// Reason says why the launcher is unavailable, for people; empty when
 	// verified.
@@ -54,7 +68,11 @@ func (r Result) Verified() bool { return r.Status == StatusVerified }
 
 // Report converts r for initialize's and servers/status's launcher field.
 func (r Result) Report() protocol.LauncherStatus {
-	return protocol.LauncherStatus{Status: string(r.Status), Reason: r.Reason}
+	st := protocol.LauncherStatus{Status: string(r.Status), Reason: r.Reason}
+	if r.Verified() {
+		st.Path = r.Target
+	}
+	return st
 }
 
 // The flag whose mention in the help output proves the launcher speaks the
@@ -97,15 +115,22 @@ type cacheEntry struct {
 	result Result
 }
 
-// identity is what must not change for a cached verdict to stand.
+// identity is what must not change for a verdict to stand: the file that
+// would run, and the directory that holds it (whose mode decides who could
+// replace the file). The directory's times are left out: files come and go
+// beside a launcher (~/.local/bin) without changing it.
 type identity struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // nanoseconds
+	target         string
+	dev, ino       uint64
+	size           int64
+	mtime, ctime   int64 // nanoseconds
+	mode           fs.FileMode
+	dirDev, dirIno uint64
+	dirMode        fs.FileMode
 }
 
-func (id identity) key(path string) string {
-	return fmt.Sprintf("%s\x00%d:%d:%d:%d:%d", path, id.dev, id.ino, id.size, id.mtime, id.ctime)
+func (id identity) key() string {
+	return fmt.Sprintf("%s\x00%d:%d:%d:%d:%d:%o:%d:%d:%o", id.target, id.dev, id.ino, id.size, id.mtime, id.ctime, uint32(id.mode), id.dirDev, id.dirIno, uint32(id.dirMode))
 }
 
 // New returns a Prober with the default timeout and output bound, and an
@@ -121,22 +146,16 @@ func New() *Prober {
 	return &Prober{Timeout: DefaultTimeout, MaxOutput: DefaultMaxOutput, Env: env}
 }
 
-// Probe verifies path. It never searches PATH: a relative path is simply
-// unavailable. If ctx ends while waiting, Probe returns an unavailable
-// result without caching it; a probe shared with other callers keeps
-// running for them.
+// Probe verifies path once. It never searches PATH: a relative path is
+// simply unavailable. If ctx ends while waiting, Probe returns an
+// unavailable result without caching it; a probe shared with other callers
+// keeps running for them. Use a Monitor to keep a verdict current.
 func (p *Prober) Probe(ctx context.Context, path string) Result {
-	if !utf8.ValidString(path) {
-		return unavailable(path, "not valid UTF-8")
-	}
-	if !filepath.IsAbs(path) {
-		return unavailable(path, "not absolute")
-	}
-	id, reason := inspect(path)
+	id, reason := identify(path)
 	if reason != "" {
 		return unavailable(path, reason)
 	}
-	key := id.key(path)
+	key := id.key()
 
 	p.mu.Lock()
 	if e, ok := p.cache[path]; ok && e.id == id {
@@ -150,10 +169,10 @@ func (p *Prober) Probe(ctx context.Context, path string) Result {
 	ch := p.flights.DoChan(key, func() (any, error) {
 		// Detached from the first caller: its cancellation must not fail
 		// the others sharing this flight.
-		r := p.run(context.WithoutCancel(ctx), path)
+		r := p.verdict(context.WithoutCancel(ctx), path, id)
 		// A file changed while it ran: the verdict is about neither
 		// version, so it is returned but not cached.
-		if now, reason := inspect(path); reason == "" && now == id {
+		if now, reason := identify(path); reason == "" && now == id {
 			p.mu.Lock()
 			if p.cache == nil {
 				p.cache = make(map[string]cacheEntry)
@@ -178,13 +197,33 @@ func unavailable(path, reason string) Result {
 	return Result{Path: path, Status: StatusUnavailable, Reason: reason}
 }
 
-// inspect checks the file's type and permissions and returns its identity,
-// or a reason it cannot be a launcher. It follows symlinks: the identity is
-// that of the file that would run.
-func inspect(path string) (identity, string) {
-	fi, err := os.Stat(path)
+// identify resolves path to the file that would run and checks its type
+// and permissions and those of its directory, returning the identity of
+// both, or a reason the candidate cannot be a launcher. Every symlink on
+// the way is followed, so the identity is that of the final target: a
+// re-pointed link yields another identity.
+func identify(path string) (identity, string) {
+	switch {
+	case unsupportedReason != "":
+		return identity{}, unsupportedReason
+	case !utf8.ValidString(path):
+		return identity{}, "not valid UTF-8"
+	case !filepath.IsAbs(path):
+		return identity{}, "not absolute"
+	}
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return identity{}, "not found"
+		}
+		return identity{}, fmt.Sprintf("cannot resolve: %v", err)
+	}
+	if !utf8.ValidString(target) {
+		return identity{}, "resolves to a path that is not valid UTF-8"
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return identity{}, "not found"
 		}
 		return identity{}, fmt.Sprintf("cannot stat: %v", err)
@@ -200,22 +239,66 @@ func inspect(path string) (identity, string) {
 	case mode.Perm()&0o022 != 0:
 		return identity{}, "writable by group or others"
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	dir := filepath.Dir(target)
+	di, err := os.Stat(dir)
+	if err != nil {
+		return identity{}, fmt.Sprintf("cannot stat its directory: %v", err)
+	}
+	// Whoever can write the directory can swap the file between the check
+	// and the run.
+	if di.Mode().Perm()&0o022 != 0 {
+		return identity{}, fmt.Sprintf("its directory %s is writable by group or others", dir)
+	}
+	id := identity{target: target, size: fi.Size(), mode: mode, dirMode: di.Mode()}
+	var ok bool
+	if id.dev, id.ino, id.mtime, id.ctime, ok = statIdentity(fi); !ok {
 		return identity{}, "cannot read file identity"
 	}
-	return identity{
-		dev:   uint64(st.Dev),
-		ino:   uint64(st.Ino),
-		size:  st.Size,
-		mtime: st.Mtim.Nano(),
-		ctime: st.Ctim.Nano(),
-	}, ""
+	if id.dirDev, id.dirIno, _, _, ok = statIdentity(di); !ok {
+		return identity{}, "cannot read file identity"
+	}
+	return id, ""
+}
+
+// unchanged reports whether candidate still is the file id describes,
+// with three stat calls instead of identify's walk of every path
+// component: the candidate (following its links, wherever they point now)
+// and the target must both be the very file that was identified, unchanged,
+// and the target's directory must be unchanged too. When it reports false,
+// identify tells what changed.
+func (id identity) unchanged(candidate string) bool {
+	sameFile := func(path string) bool {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Size() != id.size || fi.Mode() != id.mode {
+			return false
+		}
+		dev, ino, mtime, ctime, ok := statIdentity(fi)
+		return ok && dev == id.dev && ino == id.ino && mtime == id.mtime && ctime == id.ctime
+	}
+	if !sameFile(candidate) || !sameFile(id.target) {
+		return false
+	}
+	di, err := os.Stat(filepath.Dir(id.target))
+	if err != nil || di.Mode() != id.dirMode {
+		return false
+	}
+	dev, ino, _, _, ok := statIdentity(di)
+	return ok && dev == id.dirDev && ino == id.dirIno
+}
+
+// verdict runs the probe on the identified target.
+func (p *Prober) verdict(ctx context.Context, path string, id identity) Result {
+	r := Result{Path: path, Target: id.target, Status: StatusVerified}
+	if reason := p.run(ctx, id.target); reason != "" {
+		r.Status, r.Reason = StatusUnavailable, reason
+	}
+	return r
 }
 
 // run executes `<path> sandbox --help` in its own process group, killing
-// the whole group on timeout.
-func (p *Prober) run(ctx context.Context, path string) Result {
+// the whole group on timeout or when ctx ends, and returns why the
+// launcher is unavailable, or "".
+func (p *Prober) run(ctx context.Context, path string) string {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -224,43 +307,41 @@ func (p *Prober) run(ctx context.Context, path string) Result {
 	if max <= 0 {
 		max = DefaultMaxOutput
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	out := &boundedBuffer{max: max}
-	cmd := exec.CommandContext(ctx, path, "sandbox", "--help")
+	cmd := exec.CommandContext(runCtx, path, "sandbox", "--help")
 	cmd.Env = append([]string{}, p.Env...) // never nil: nil would inherit everything
 	cmd.Dir = "/"
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The negative pid signals the whole group: a launcher that is a
-		// script leaves no grandchildren behind.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	ownProcessGroup(cmd)
 	// Bounds the wait for output pipes held open by escaped descendants.
 	cmd.WaitDelay = time.Second
 
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return unavailable(path, fmt.Sprintf("timed out after %s", timeout))
+		return "probe cancelled: " + context.Cause(ctx).Error()
+	}
+	if runCtx.Err() != nil {
+		return fmt.Sprintf("timed out after %s", timeout)
 	}
 	var exitErr *exec.ExitError
 	switch {
 	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return unavailable(path, fmt.Sprintf("killed by signal %s", ws.Signal()))
+		if why, ok := signalled(exitErr); ok {
+			return why
 		}
-		return unavailable(path, fmt.Sprintf("exited with status %d", exitErr.ExitCode()))
+		return fmt.Sprintf("exited with status %d", exitErr.ExitCode())
 	case err != nil && !errors.Is(err, exec.ErrWaitDelay):
-		return unavailable(path, fmt.Sprintf("could not run: %v", err))
+		return fmt.Sprintf("could not run: %v", err)
 	}
 	if !bytes.Contains(out.Bytes(), []byte(requiredFlag)) {
-		return unavailable(path, "help output does not mention "+requiredFlag)
+		return "help output does not mention " + requiredFlag
 	}
-	return Result{Path: path, Status: StatusVerified}
+	return ""
 }
 
 // boundedBuffer keeps the first max bytes written and discards the rest.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package launcherprobe
 
 import (
@@ -75,34 +77,64 @@ func TestProbeVerdicts(t *testing.T) {
 	if err := os.Symlink(good, link); err != nil {
 		t.Fatal(err)
 	}
+	// A chain of links, one relative, ends at good.
+	chain := filepath.Join(dir, "chain")
+	if err := os.Symlink("link-to-good", chain); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "missing"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	// The directory of the file is what matters, not that of a link to it:
+	// a link in a shared directory may be re-pointed, and a Monitor notices.
+	openDir := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(openDir, 0o755)
+	inOpenDir, _ := fakeLauncher(t, openDir, goodBody())
+	os.Chmod(openDir, 0o777)
+	groupDir := filepath.Join(t.TempDir(), "group")
+	os.Mkdir(groupDir, 0o755)
+	inGroupDir, _ := fakeLauncher(t, groupDir, goodBody())
+	os.Chmod(groupDir, 0o770)
+	linkToOpenDir := filepath.Join(dir, "link-to-open-dir")
+	os.Symlink(inOpenDir, linkToOpenDir)
+	linkInOpenDir := filepath.Join(openDir, "link")
+	os.Symlink(good, linkInOpenDir)
 
 	tests := []struct {
 		name   string
 		path   string
+		target string
 		status Status
 		reason string
 	}{
-		{"relative path", "bin/codex", StatusUnavailable, "not absolute"},
-		{"bare name is never searched in PATH", "sh", StatusUnavailable, "not absolute"},
-		{"empty", "", StatusUnavailable, "not absolute"},
-		{"non-UTF-8 path", "/tmp/\xff\xfe/codex", StatusUnavailable, "not valid UTF-8"},
-		{"missing file", filepath.Join(dir, "missing"), StatusUnavailable, "not found"},
-		{"directory", dir, StatusUnavailable, "a directory"},
-		{"device", "/dev/null", StatusUnavailable, "not a regular file"},
-		{"not executable", notExec, StatusUnavailable, "not executable"},
-		{"world-writable", worldWritable, StatusUnavailable, "writable by group or others"},
-		{"group-writable", groupWritable, StatusUnavailable, "writable by group or others"},
-		{"probe exits 1", fails, StatusUnavailable, "exited with status 1"},
-		{"killed by a signal", killed, StatusUnavailable, "killed by signal terminated"},
-		{"output without the flag", noFlag, StatusUnavailable, "help output does not mention --sandbox-state-json"},
-		{"good fake launcher", good, StatusVerified, ""},
-		{"symlink to a good launcher", link, StatusVerified, ""},
+		{"relative path", "bin/codex", "", StatusUnavailable, "not absolute"},
+		{"bare name is never searched in PATH", "sh", "", StatusUnavailable, "not absolute"},
+		{"empty", "", "", StatusUnavailable, "not absolute"},
+		{"non-UTF-8 path", "/tmp/\xff\xfe/codex", "", StatusUnavailable, "not valid UTF-8"},
+		{"missing file", filepath.Join(dir, "missing"), "", StatusUnavailable, "not found"},
+		{"dangling symlink", dangling, "", StatusUnavailable, "not found"},
+		{"directory", dir, "", StatusUnavailable, "a directory"},
+		{"device", "/dev/null", "", StatusUnavailable, "not a regular file"},
+		{"not executable", notExec, "", StatusUnavailable, "not executable"},
+		{"world-writable", worldWritable, "", StatusUnavailable, "writable by group or others"},
+		{"group-writable", groupWritable, "", StatusUnavailable, "writable by group or others"},
+		{"directory writable by others", inOpenDir, "", StatusUnavailable, "its directory " + openDir + " is writable by group or others"},
+		{"directory writable by group", inGroupDir, "", StatusUnavailable, "its directory " + groupDir + " is writable by group or others"},
+		{"symlink to a file in a writable directory", linkToOpenDir, "", StatusUnavailable, "its directory " + openDir + " is writable by group or others"},
+		{"probe exits 1", fails, fails, StatusUnavailable, "exited with status 1"},
+		{"killed by a signal", killed, killed, StatusUnavailable, "killed by signal terminated"},
+		{"output without the flag", noFlag, noFlag, StatusUnavailable, "help output does not mention --sandbox-state-json"},
+		{"good fake launcher", good, good, StatusVerified, ""},
+		{"symlink to a good launcher", link, good, StatusVerified, ""},
+		{"chain of symlinks, one relative", chain, good, StatusVerified, ""},
+		{"symlink in a writable directory", linkInOpenDir, good, StatusVerified, ""},
 	}
 	p := testProber()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := p.Probe(context.Background(), tt.path)
-			want := Result{Path: tt.path, Status: tt.status, Reason: tt.reason}
+			want := Result{Path: tt.path, Target: tt.target, Status: tt.status, Reason: tt.reason}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Probe(%q) mismatch (-want +got):\n%s", tt.path, diff)
 			}
@@ -118,7 +150,7 @@ func TestProbeTimeout(t *testing.T) {
 	p := testProber()
 	p.Timeout = 100 * time.Millisecond
 	got := p.Probe(context.Background(), exe)
-	want := Result{Path: exe, Status: StatusUnavailable, Reason: "timed out after 100ms"}
+	want := Result{Path: exe, Target: exe, Status: StatusUnavailable, Reason: "timed out after 100ms"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
@@ -233,7 +265,7 @@ func TestProbeCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := p.Probe(ctx, exe)
-		want := Result{Path: exe, Status: StatusUnavailable, Reason: "exited with status 3"}
+		want := Result{Path: exe, Target: exe, Status: StatusUnavailable, Reason: "exited with status 3"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("probe after replacement mismatch (-want +got):\n%s", diff)
 		}

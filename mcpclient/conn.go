@@ -19,10 +19,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // DefaultProtocolVersion is the version a connection asks for unless its
@@ -145,8 +147,9 @@ type Conn struct {
 	transport string
 	opts      Options
 	session   *mcp.ClientSession
-	proc      *process // nil for http
-	raw       *rawConn // nil for http
+	proc      *process         // nil for http
+	http      *headerTransport // nil for stdio
+	raw       *rawConn         // nil for http
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
@@ -399,8 +402,13 @@ var ErrInitializeTimeout = errors.New("did not answer initialize in time")
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
 	if c.proc == nil {
+		if c.http != nil {
+			if failure := c.http.startupFailure(); failure != nil {
+				return &startupError{msg: failure.Error(), causes: []error{failure, err}}
+			}
+		}
 		if ctx.Err() != nil {
-			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, c.opts.Config.URL), causes: []error{ErrInitializeTimeout, ctx.Err()}}
+			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), causes: []error{ErrInitializeTimeout, ctx.Err()}}
 		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}

@@ -35,13 +35,9 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unsupported elicitation mode %q", head.Mode)}
 	}
-	raw, err := c.opts.Handlers.Elicit(ctx, params)
+	raw, typed, err := hostAnswer[mcp.ElicitResult](c.opts.Handlers.Elicit(ctx, params))
 	if err != nil {
-		return nil, wireError(err)
-	}
-	var typed mcp.ElicitResult
-	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's elicitation answer is not an ElicitResult"}
+		return nil, err
 	}
 	if form {
 		if raw, err = completeForm(params, raw); err != nil {
@@ -49,5 +45,5 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 			return nil, err
 		}
 	}
-	return rawElicitResult{&typed, raw}, nil
+	return rawElicitResult{typed, raw}, nil
 }

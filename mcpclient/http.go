@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +14,17 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // httpHeaders builds the static headers of a Streamable HTTP server:
@@ -67,9 +73,24 @@ type headerTransport struct {
 	headers http.Header
 	maxMsg  int
 	server  string // the server's name, for errors and logs
-	url     string
-	logger  *slog.Logger
-	keeper  sessionKeeper
+	// source is the config file that defined the server, for errors.
+	source string
+	// url is the server's URL for people (redact.URL); real is the URL
+	// requests go to, and endpoint the redacted one go-sdk was given (so
+	// that no error go-sdk or net/http writes can hold a secret of the
+	// URL): RoundTrip sends requests for endpoint to real.
+	url      string
+	real     *url.URL
+	endpoint string
+	logger   *slog.Logger
+	keeper   sessionKeeper
+
+	// failMu guards failure, the first plain-words failure of a request
+	// before the server ever answered with success, which explains a
+	// failed startup better than go-sdk's error.
+	failMu      sync.Mutex
+	failure     error
+	established bool
 	// onProgress sees the progress notifications of a request's event
 	// stream as they pass, before go-sdk reads the response that follows
 	// them (go-sdk's own handler runs on another goroutine and can lag
@@ -84,6 +105,15 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context()) // a RoundTripper must not modify its argument
 	for k, v := range t.headers {
 		req.Header[k] = v
+	}
+	if t.real != nil && req.URL.String() == t.endpoint {
+		u := *t.real
+		req.URL = &u
+		// What http.Client does with userinfo, which it never saw.
+		if u.User != nil && req.Header.Get("Authorization") == "" {
+			pass, _ := u.User.Password()
+			req.SetBasicAuth(u.User.Username(), pass)
+		}
 	}
 	if err := t.rewrite(req); err != nil {
 		return nil, err
@@ -167,8 +197,9 @@ func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	inner := t.keeper.translate(req)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		return nil, t.describe(req, err)
+		return nil, t.note(t.describe(req, err))
 	}
+	t.noteStatus(req, resp)
 	t.keeper.observe(resp, outer, inner)
 	if resp.StatusCode != http.StatusNotFound || inner == "" || req.Method == http.MethodDelete {
 		return resp, nil
@@ -226,27 +257,113 @@ func (t *headerTransport) describe(req *http.Request, err error) error {
 	if ctxErr := req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return err
 	}
-	what := "request failed"
-	var ne net.Error
+	what := fmt.Sprintf("the request to %s failed", t.url)
+	var (
+		ne      net.Error
+		unknown x509.UnknownAuthorityError
+		invalid x509.CertificateInvalidError
+		host    x509.HostnameError
+		record  tls.RecordHeaderError
+		certErr *tls.CertificateVerificationError
+	)
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		what = "connection refused (is the server running?)"
+		what = fmt.Sprintf("nothing is listening at %s (connection refused): is the server running, and is the port right?", t.url)
+	case errors.As(err, &unknown), errors.As(err, &certErr) && errors.As(certErr.Err, &unknown):
+		what = fmt.Sprintf("the TLS certificate of %s is signed by an authority this machine does not trust", t.url)
+	case errors.As(err, &host):
+		what = fmt.Sprintf("the TLS certificate of %s is not for this host name", t.url)
+	case errors.As(err, &invalid):
+		what = fmt.Sprintf("the TLS certificate of %s is not valid (%v)", t.url, invalid.Reason)
+	case errors.As(err, &record):
+		what = fmt.Sprintf("%s does not speak TLS at this port (try http:// instead of https://)", t.url)
 	case errors.As(err, &ne) && ne.Timeout():
-		what = "timed out"
+		what = fmt.Sprintf("%s did not answer in time (timed out)", t.url)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		what = "connection closed by the server"
+		what = fmt.Sprintf("%s closed the connection without an answer", t.url)
 	}
-	return &unreachableError{server: t.server, url: t.url, what: what, err: err}
+	return &unreachableError{prefix: t.prefix(), what: what, err: err}
+}
+
+// prefix names the server and the file that defines it.
+func (t *headerTransport) prefix() string {
+	if t.source == "" {
+		return fmt.Sprintf("server %q", t.server)
+	}
+	return fmt.Sprintf("server %q (defined in %s)", t.server, t.source)
+}
+
+// note records err as the failure that explains a startup, unless the
+// server answered with success before.
+func (t *headerTransport) note(err error) error {
+	t.failMu.Lock()
+	defer t.failMu.Unlock()
+	if !t.established && t.failure == nil {
+		t.failure = err
+	}
+	return err
+}
+
+// noteStatus records a failing HTTP status (before any success) in plain
+// words: a 404 suggests the usual endpoint path, a 401 or 403 names the
+// keys that provide authorization.
+func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
+	t.failMu.Lock()
+	defer t.failMu.Unlock()
+	if resp.StatusCode/100 == 2 {
+		t.established = true
+		return
+	}
+	if t.established || t.failure != nil || req.Method != http.MethodPost || resp.StatusCode < 400 {
+		return
+	}
+	var what string
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		what = fmt.Sprintf("%s answered 404 Not Found: there is no MCP endpoint at this URL", t.url)
+		if path := strings.TrimSuffix(t.real.Path, "/"); !strings.HasSuffix(path, "/mcp") {
+			u := *t.real
+			u.Path = path + "/mcp"
+			what += fmt.Sprintf("; servers usually serve it at /mcp (try %s)", redact.URL(u.String()))
+		} else {
+			what += "; check the URL in the server's documentation"
+		}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		what = fmt.Sprintf("%s answered %s: the server needs authorization; give it with bearer_token_env_var (a variable holding the token), env_http_headers or http_headers (\"headers\" in .mcp.json and VS Code's mcp.json)", t.url, resp.Status)
+		if t.headers.Get("Authorization") != "" {
+			what = fmt.Sprintf("%s answered %s: the server refused the authorization sent (from bearer_token_env_var, env_http_headers or http_headers): check the token and its scopes", t.url, resp.Status)
+		}
+	case http.StatusMethodNotAllowed:
+		what = fmt.Sprintf("%s answered 405 Method Not Allowed to a POST: this is not a Streamable HTTP endpoint (a legacy SSE server? Those usually serve Streamable HTTP at /mcp)", t.url)
+	default:
+		what = fmt.Sprintf("%s answered %s", t.url, resp.Status)
+	}
+	t.failure = &httpStatusError{prefix: t.prefix(), what: what, status: resp.StatusCode}
+}
+
+// startupFailure is the failure noted before the server ever answered
+// with success, or nil.
+func (t *headerTransport) startupFailure() error {
+	t.failMu.Lock()
+	defer t.failMu.Unlock()
+	return t.failure
 }
 
 type unreachableError struct {
-	server, url, what string
-	err               error
+	prefix, what string
+	err          error
 }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("server %q at %s: %s: %v", e.server, e.url, e.what, e.err)
+	return fmt.Sprintf("%s: %s", e.prefix, e.what)
 }
+
+type httpStatusError struct {
+	prefix, what string
+	status       int
+}
+
+func (e *httpStatusError) Error() string { return e.prefix + ": " + e.what }
 
 func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
@@ -355,7 +472,7 @@ func (k *sessionKeeper) renew(ctx context.Context, stale string, t *headerTransp
 // handshake sends initialize and notifications/initialized as go-sdk sent
 // them the first time, and returns the new session id.
 func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(k.initBody))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.initBody))
 	if err != nil {
 		return "", err
 	}
@@ -383,7 +500,7 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", fmt.Errorf("initialize: %w", r.Error)
 	}
 
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(k.readyBody))
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.readyBody))
 	if err != nil {
 		return "", err
 	}
@@ -549,25 +666,35 @@ func (b *sseBodyTap) Close() error { return b.rc.Close() }
 
 // taskStatus hands a notifications/tasks/status event to onTaskStatus.
 func (b *sseBodyTap) taskStatus(data []byte) {
-	if b.onTaskStatus == nil || !bytes.Contains(data, []byte(`"notifications/tasks/status"`)) {
+	if b.onTaskStatus == nil {
 		return
+	}
+	if req, ok := notificationOf(data, "notifications/tasks/status"); ok {
+		b.onTaskStatus(req.Params)
+	}
+}
+
+// notificationOf returns the event data as the notification method, if it
+// is one (the cheap test first: most events are not).
+func notificationOf(data []byte, method string) (*jsonrpc.Request, bool) {
+	if !bytes.Contains(data, []byte(`"`+method+`"`)) {
+		return nil, false
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.IsCall() || req.Method != "notifications/tasks/status" {
-		return
+	if err != nil || !ok || req.IsCall() || req.Method != method {
+		return nil, false
 	}
-	b.onTaskStatus(req.Params)
+	return req, true
 }
 
 // progress hands a notifications/progress event to onProgress.
 func (b *sseBodyTap) progress(data []byte) {
-	if b.onProgress == nil || !bytes.Contains(data, []byte(`"notifications/progress"`)) {
+	if b.onProgress == nil {
 		return
 	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.IsCall() || req.Method != "notifications/progress" {
+	req, ok := notificationOf(data, "notifications/progress")
+	if !ok {
 		return
 	}
 	var p mcp.ProgressNotificationParams
@@ -591,15 +718,23 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	real, err := url.Parse(c.opts.Config.URL)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: url does not parse", c.name)
+	}
+	endpoint, _ := redact.Endpoint(c.opts.Config.URL)
 	client := *base
 	client.Timeout = 0 // the standalone SSE stream lives as long as the session
-	client.Transport = &headerTransport{
+	ht := &headerTransport{
 		base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes,
-		server: c.name, url: c.opts.Config.URL, logger: c.opts.Logger,
+		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
+		logger:     c.opts.Logger,
 		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
 	}
+	c.http = ht
+	client.Transport = ht
 	return &mcp.StreamableClientTransport{
-		Endpoint:   c.opts.Config.URL,
+		Endpoint:   endpoint,
 		HTTPClient: &client,
 		// A stream that breaks is resumed a few times with backoff; beyond
 		// that the connection is lost and the sidecar's restart policy

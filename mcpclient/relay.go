@@ -94,15 +94,25 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (c *Conn) answerRoots(ctx context.Context, _ mcp.Request) (mcp.Result, error) {
-	raw, err := c.opts.Handlers.ListRoots(ctx)
+	raw, typed, err := hostAnswer[mcp.ListRootsResult](c.opts.Handlers.ListRoots(ctx))
 	if err != nil {
-		return nil, wireError(err)
+		return nil, err
 	}
-	var typed mcp.ListRootsResult
-	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's roots answer is not a ListRootsResult"}
+	return rawRootsResult{typed, raw}, nil
+}
+
+// hostAnswer checks the host's answer to a relayed request: an error goes
+// to the server as its JSON-RPC error; a result must decode as T (go-sdk
+// needs the typed value), and is sent as the host's bytes.
+func hostAnswer[T any](raw json.RawMessage, err error) (json.RawMessage, *T, error) {
+	if err != nil {
+		return nil, nil, wireError(err)
 	}
-	return rawRootsResult{&typed, raw}, nil
+	typed := new(T)
+	if err := json.Unmarshal(raw, typed); err != nil || !json.Valid(raw) {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the client's answer is not a %T", *typed)}
+	}
+	return raw, typed, nil
 }
 
 func (c *Conn) answerSample(ctx context.Context, req mcp.Request) (mcp.Result, error) {
@@ -110,15 +120,11 @@ func (c *Conn) answerSample(ctx context.Context, req mcp.Request) (mcp.Result, e
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.opts.Handlers.Sample(ctx, params)
+	raw, typed, err := hostAnswer[mcp.CreateMessageWithToolsResult](c.opts.Handlers.Sample(ctx, params))
 	if err != nil {
-		return nil, wireError(err)
+		return nil, err
 	}
-	var typed mcp.CreateMessageWithToolsResult
-	if err := json.Unmarshal(raw, &typed); err != nil || !json.Valid(raw) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's sampling answer is not a CreateMessageResult"}
-	}
-	return rawSampleResult{&typed, raw}, nil
+	return rawSampleResult{typed, raw}, nil
 }
 
 // requestParams returns the params of a relayed request: the server's

@@ -2,8 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
-
-	"github.com/sourcegraph/jsonrpc2"
+	"errors"
 )
 
 // Error codes of the host protocol (docs/protocol.md, "Errors").
@@ -67,6 +66,8 @@ type ErrorData struct {
 	ServerCode *int64 `json:"serverCode,omitempty"`
 	// ServerData is the data member of the MCP server's error, as received.
 	ServerData json.RawMessage `json:"serverData,omitempty"`
+	// ConfigErrors are the configuration problems of a refused initialize.
+	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
 }
 
 // Error is a host-protocol error: a JSON-RPC code, a message for people and
@@ -98,9 +99,22 @@ func (e *Error) Retry() *Error {
 	return e
 }
 
-// JSONRPC converts e for the jsonrpc2 library.
-func (e *Error) JSONRPC() *jsonrpc2.Error {
-	data, _ := json.Marshal(e.Data) // ErrorData always marshals
-	raw := json.RawMessage(data)
-	return &jsonrpc2.Error{Code: e.Code, Message: e.Message, Data: &raw}
+// AsError is err as an *Error: the one it wraps (errors.As), else an
+// internal error (-32603) with err's message, so that every answer has a
+// code and data.kind.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return NewError(CodeInternalError, KindInternal, err.Error())
 }
+
+// wireError is an Error as a JSON-RPC error object.
+type wireError struct {
+	Code    int64     `json:"code"`
+	Message string    `json:"message"`
+	Data    ErrorData `json:"data"`
+}
+
+func (e *Error) wire() wireError { return wireError{Code: e.Code, Message: e.Message, Data: e.Data} }

@@ -3,86 +3,55 @@ package protocol
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"testing"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
-// wireMessage decodes like jsonrpc2's unexported anyMessage (the type
-// jsonrpc2.Conn passes to ReadObject): it classifies with case-insensitive
-// struct decoding, then decodes a jsonrpc2.Request or jsonrpc2.Response.
-type wireMessage struct {
-	request  *jsonrpc2.Request
-	response *jsonrpc2.Response
-}
-
-func (m *wireMessage) UnmarshalJSON(data []byte) error {
-	var probe struct {
-		Method *string         `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  any             `json:"error"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return err
-	}
-	isRequest := probe.Method != nil
-	isResponse := probe.Result != nil || probe.Error != nil
-	switch {
-	case isRequest && !isResponse:
-		return json.Unmarshal(data, &m.request)
-	case isResponse && !isRequest:
-		if err := json.Unmarshal(data, &m.response); err != nil {
-			return err
-		}
-		if m.response.Error == nil && m.response.Result == nil {
-			return errors.New("response with neither result nor error")
-		}
-		return nil
-	}
-	return errors.New("unable to determine message type")
-}
-
-// FuzzStream feeds arbitrary bytes to a Stream and reads until it fails. It
-// must not panic or loop, every frame it writes must be a well-formed
-// JSON-RPC error reply, and what it allocates must be bounded by the input
-// rather than by the lengths the input announces.
-func FuzzStream(f *testing.F) {
+// FuzzConn feeds arbitrary bytes to a Conn whose handler keeps every
+// request in flight, and reads until the input ends. It must not panic or
+// hang, every frame it writes must be a well-formed JSON-RPC error reply,
+// every request it hands over must carry a string or number id and a
+// method, and what it allocates must be bounded by the input rather than
+// by the lengths the input announces.
+func FuzzConn(f *testing.F) {
 	f.Add([]byte(frameOf(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}`)))
 	f.Add([]byte("Content-Length: 104857600\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":7,"))
+	f.Add([]byte(frameOf(`{"jsonrpc":"2.0","id":-4,"method":"hold"}`) + frameOf(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":-4}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out bytes.Buffer
-		s := NewStream(bytes.NewReader(data), &out, StreamOptions{})
+		c := NewConn(bytes.NewReader(data), &out, ConnOptions{})
+		handed := 0
+		var bad error
+		h := HandlerFunc(func(_ context.Context, req *Request) {
+			handed++
+			if req.ID != nil && !validIDText(req.ID) && bad == nil {
+				bad = fmt.Errorf("request handed over with id %q", req.ID)
+			}
+			if req.Params != nil && !json.Valid(req.Params) && bad == nil {
+				bad = fmt.Errorf("request handed over with params %q", req.Params)
+			}
+		})
 
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		handed, err := 0, error(nil)
-		for ; ; handed++ {
-			if handed > len(data) {
-				t.Fatalf("%d messages from %d bytes: ReadObject does not consume input", handed, len(data))
-			}
-			var m wireMessage
-			if err = s.ReadObject(&m); err != nil {
-				break
-			}
-			if (m.request == nil) == (m.response == nil) {
-				t.Fatalf("message %d handed over is neither one request nor one response", handed)
-			}
-			if m.request != nil && m.request.ID.IsString && len(m.request.ID.Str) > len(ReservedIDPrefix) &&
-				m.request.ID.Str[:len(ReservedIDPrefix)] == ReservedIDPrefix && !validIDText([]byte(m.request.ID.Str[len(ReservedIDPrefix):])) {
-				t.Fatalf("request id %q does not restore", m.request.ID.Str)
-			}
-		}
+		err := c.Serve(context.Background(), h)
 		runtime.ReadMemStats(&after)
-		if err != io.EOF && err != io.ErrUnexpectedEOF {
-			t.Fatalf("ReadObject ended with %v, want EOF or unexpected EOF", err)
+		if bad != nil {
+			t.Fatal(bad)
+		}
+		if handed > len(data) {
+			t.Fatalf("%d messages from %d bytes", handed, len(data))
+		}
+		if err != nil && err != io.ErrUnexpectedEOF {
+			t.Fatalf("Serve returned %v, want nil or unexpected EOF", err)
 		}
 
-		// The stream's own replies.
+		// The Conn's own replies.
 		replies := 0
 		br := bufio.NewReader(&out)
 		for {
@@ -99,9 +68,9 @@ func FuzzStream(f *testing.F) {
 			replies++
 		}
 
-		// Each header block may allocate an initial body buffer, a frame
-		// for a reply or a rewritten body; beyond that, memory follows the
-		// bytes actually received.
+		// Each header block may allocate an initial body buffer, a reply or
+		// a request in flight; beyond that, memory follows the bytes
+		// actually received.
 		blocks := bytes.Count(bytes.ToLower(data), []byte("content-length")) + 1
 		limit := uint64(256<<10 + blocks*(96<<10) + 64*len(data))
 		if got := after.TotalAlloc - before.TotalAlloc; got > limit {
@@ -110,7 +79,8 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// checkErrorReply checks that body is an error reply the stream may write.
+// checkErrorReply checks that body is an error reply the Conn may write on
+// its own.
 func checkErrorReply(body []byte) error {
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -131,7 +101,7 @@ func checkErrorReply(body []byte) error {
 		return fmt.Errorf("jsonrpc is %q", m.JSONRPC)
 	case m.Error == nil:
 		return errors.New("no error member")
-	case m.Error.Code != CodeParseError && m.Error.Code != CodeInvalidRequest:
+	case m.Error.Code != CodeParseError && m.Error.Code != CodeInvalidRequest && m.Error.Code != CodeRequestCancelled:
 		return fmt.Errorf("code %d", m.Error.Code)
 	case m.Error.Message == "" || m.Error.Data.Kind == "":
 		return errors.New("no message or kind")

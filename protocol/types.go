@@ -110,11 +110,17 @@ type InitializeParams struct {
 	Features map[string]bool `json:"features,omitempty"`
 	Launcher *LauncherParams `json:"launcher,omitempty"`
 	Limits   *Limits         `json:"limits,omitempty"`
+	// ConfigDiscovery finds the config files of Codex, Claude Code, Cursor
+	// and VS Code; they are read before configFiles.
+	ConfigDiscovery *ConfigDiscovery `json:"configDiscovery,omitempty"`
 }
 
 type LauncherStatus struct {
 	Status string `json:"status"` // "verified" or "unavailable"
 	Reason string `json:"reason,omitempty"`
+	// Path is the file advertised as codex/sandbox-launcher when verified:
+	// the candidate with its symlinks resolved.
+	Path string `json:"path,omitempty"`
 }
 
 type SidecarCapabilities struct {
@@ -133,6 +139,12 @@ type InitializeResult struct {
 	Capabilities    SidecarCapabilities `json:"capabilities"`
 	Launcher        LauncherStatus      `json:"launcher"`
 	Servers         []string            `json:"servers"`
+	// Config says what was read: sources, errors (each invalid server's
+	// among them), warnings and replaced definitions.
+	Config ConfigReport `json:"config"`
+	// UnknownFeatures are names of initialize.features the sidecar does
+	// not know (they are ignored).
+	UnknownFeatures []string `json:"unknownFeatures,omitempty"`
 }
 
 type SessionOpenParams struct {
@@ -160,20 +172,33 @@ type SessionParams struct {
 type ToolsListParams struct {
 	SessionID string   `json:"sessionId"`
 	Servers   []string `json:"servers,omitempty"`
+	// Schemas false lists every tool without inputSchema and outputSchema,
+	// with inputSchemaBytes and tokens instead (default true).
+	Schemas *bool `json:"schemas,omitempty"`
 }
 
 // Tool is one entry of the session catalog. Schemas, annotations and _meta
-// are the bytes the server sent.
+// are the bytes the server sent; inputSchema is absent only in tools/list
+// with schemas: false.
 type Tool struct {
 	Name         string          `json:"name"`
 	Server       string          `json:"server"`
 	Tool         string          `json:"tool"`
 	Title        string          `json:"title,omitempty"`
 	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// InputSchemaBytes and Tokens replace the schemas in tools/list with
+	// schemas: false: the input schema's length as the server sent it, and
+	// the estimated tokens of the full definition.
+	InputSchemaBytes *int `json:"inputSchemaBytes,omitempty"`
+	Tokens           *int `json:"tokens,omitempty"`
+	// Approval is the approval mode configured for the tool (its
+	// approval_mode, else the server's default_tools_approval_mode); absent
+	// when neither is set.
+	Approval string `json:"approval,omitempty"`
 }
 
 type ServerCatalog struct {
@@ -182,6 +207,8 @@ type ServerCatalog struct {
 	Catalog string `json:"catalog"`
 	Stale   bool   `json:"stale,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// SupportsParallelToolCalls is the server's supports_parallel_tool_calls.
+	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
 }
 
 type ToolsListResult struct {
@@ -247,11 +274,31 @@ type ServerStatus struct {
 	LastError       string          `json:"lastError,omitempty"`
 	Launcher        *LauncherStatus `json:"launcher,omitempty"`
 	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+	// Tools and Tokens are the size of the server's catalog in the session
+	// (live or cached) and the estimated tokens of its definitions; absent
+	// when the server has no catalog.
+	Tools  *int `json:"tools,omitempty"`
+	Tokens *int `json:"tokens,omitempty"`
+	// Source is where the server's definition came from.
+	Source *ConfigOrigin `json:"source,omitempty"`
+	// ConfigErrors are the errors of an invalid server's definition.
+	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
+	// SupportsParallelToolCalls and Approval are configuration the host
+	// enforces (supports_parallel_tool_calls, the approval modes).
+	SupportsParallelToolCalls bool            `json:"supportsParallelToolCalls,omitempty"`
+	Approval                  *ServerApproval `json:"approval,omitempty"`
+	// SkippedStdoutLines counts the lines of a stdio server's stdout that
+	// were not JSON-RPC (a server that prints logs on stdout): it works,
+	// with a warning. FirstSkippedStdoutLine is the first of them.
+	SkippedStdoutLines     int    `json:"skippedStdoutLines,omitempty"`
+	FirstSkippedStdoutLine string `json:"firstSkippedStdoutLine,omitempty"`
 }
 
 type ServersStatusResult struct {
 	Servers  []ServerStatus `json:"servers"`
 	Launcher LauncherStatus `json:"launcher"`
+	// Tokens is the estimated tokens of the whole session catalog.
+	Tokens int `json:"tokens"`
 }
 
 type StartupStatusParams struct {

@@ -16,7 +16,7 @@ type msg struct {
 func host(body string) msg    { return msg{HostToSidecar, body} }
 func sidecar(body string) msg { return msg{SidecarToHost, body} }
 
-const okInit = `{"jsonrpc":"2.0","id":1,"result":{"serverInfo":{"name":"mcp-sidecar","version":"1.0.0"},"protocolVersion":1,"capabilities":{"features":[]},"launcher":{"status":"unavailable","reason":"none given"},"servers":[]}}`
+const okInit = `{"jsonrpc":"2.0","id":1,"result":{"serverInfo":{"name":"mcp-sidecar","version":"1.0.0"},"protocolVersion":1,"capabilities":{"features":[]},"launcher":{"status":"unavailable","reason":"none given"},"servers":[],"config":{"sources":[],"errors":[],"warnings":[],"replaced":[]}}}`
 
 // TestCheckerFindsMismatches: each exchange is checked in order; want is
 // a piece of the error the checker must report, or "" for none.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // resourceUpdated matches mcp/resourceUpdated for uri.
@@ -251,4 +253,39 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		err := h.call(protocol.MethodTasksGet, map[string]any{"sessionId": sid, "server": "s"}, nil)
 		h.wantCode(err, protocol.CodeInvalidParams)
 	})
+}
+
+// A server restarted after a crash is subscribed again before it serves.
+func TestResourceSubscriptionsSurviveACrash(t *testing.T) {
+	var clock struct {
+		sync.Mutex
+		now time.Time
+	}
+	clock.now = time.Now()
+	now := func() time.Time {
+		clock.Lock()
+		defer clock.Unlock()
+		return clock.now
+	}
+	events := tempFile(t, "events")
+	h := newHookedHarness(t, sidecar.Hooks{Now: now})
+	spec := fixture.Spec{Subscriptions: true, EventsFile: events, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate), tool("crash", fixture.BehaviorCrash)}}
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	if err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": sid, "server": "s", "uri": "file:///a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__crash"})
+	h.wantCode(err, protocol.CodeConnectionLost)
+	clock.Lock()
+	clock.now = clock.now.Add(time.Minute) // past the restart backoff
+	clock.Unlock()
+	mark := len(h.notifications())
+	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": "file:///a"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForSince(mark, "update of a from the restarted server", resourceUpdated(sid, "file:///a"))
+	if diff := cmp.Diff([]string{"subscribe file:///a", "subscribe file:///a"}, fixture.ReadLines(events)); diff != "" {
+		t.Errorf("server events (-want +got):\n%s", diff)
+	}
 }

@@ -51,41 +51,87 @@ func serverState(h *harness, session, server string) string {
 }
 
 // TestEarlyDiscoveryWhileToolsListBlocked: discovery answers while the
-// server's first tools/list is still pending; readiness still waits for
-// the inventory; the server sees exactly one initialize.
+// server's first tools/list is still pending, for plugins and skills asked
+// for at once, on the default protocol version and on 2026-07-28;
+// readiness still waits for the inventory; the server sees exactly one
+// initialize.
 func TestEarlyDiscoveryWhileToolsListBlocked(t *testing.T) {
-	unblock := tempFile(t, "unblock")
-	inits := tempFile(t, "inits")
-	h := newHarness(t)
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
-		BlockListUntilFile: unblock, InitCountFile: inits, PageSize: 1,
-		Resources: discoverable, Tools: []fixture.ToolSpec{tool("a", "echo")},
-	})}, earlyOn)
-	open := h.open(map[string]any{"startup": "eager"})
-	uris, err := discover(h, open.SessionID, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"plugin://one", "skill://two"}, uris); diff != "" {
-		t.Errorf("discovered (-want +got):\n%s", diff)
-	}
-	if st := serverState(h, open.SessionID, "s"); st != protocol.StateStarting {
-		t.Errorf("state %q during the blocked listing: readiness must wait for the inventory", st)
-	}
-	for _, n := range h.notifications() {
-		if n.Method == protocol.NotifyStartupStatus && strings.Contains(string(n.Params), `"ready"`) {
-			t.Errorf("ready announced before the tool inventory: %s", n.Params)
-		}
-	}
-	if err := os.WriteFile(unblock, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h.waitComplete(open.SessionID, 0)
-	if got := len(h.toolsList(open.SessionID).Tools); got != 1 {
-		t.Errorf("%d tools after unblocking", got)
-	}
-	if n := len(fixture.ReadLines(inits)); n != 1 {
-		t.Errorf("server saw %d initialize requests, want 1 (one connection, one handshake)", n)
+	for _, version := range []string{"", "2026-07-28"} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			unblock := tempFile(t, "unblock")
+			inits := tempFile(t, "inits")
+			cfg := fixture.Config("s", fixture.Spec{
+				BlockListUntilFile: unblock, InitCountFile: inits, PageSize: 1,
+				Resources: discoverable, Tools: []fixture.ToolSpec{tool("a", "echo")},
+			})
+			cfg.ProtocolVersion = version
+			h := newHarness(t)
+			h.initialize(map[string]*config.ServerConfig{"s": cfg}, earlyOn)
+			open := h.open(map[string]any{"startup": "eager"})
+			// Plugins and skills are discovered concurrently, as a host
+			// that looks for both at once does.
+			kinds := map[string]string{"mcp/plugin": "plugin://one", "mcp/skill": "skill://two"}
+			type found struct {
+				uris []string
+				err  error
+			}
+			results := map[string]chan found{}
+			for mime := range kinds {
+				ch := make(chan found, 1)
+				results[mime] = ch
+				go func() {
+					var res struct {
+						Resources []struct {
+							URI string `json:"uri"`
+						} `json:"resources"`
+					}
+					err := h.call(protocol.MethodResourcesDiscover, map[string]any{"sessionId": open.SessionID, "server": "s", "mimeTypes": []string{mime}}, &res)
+					var f found
+					f.err = err
+					for _, r := range res.Resources {
+						f.uris = append(f.uris, r.URI)
+					}
+					ch <- f
+				}()
+			}
+			for mime, want := range kinds {
+				f := <-results[mime]
+				if f.err != nil {
+					t.Fatalf("discovering %s: %v", mime, f.err)
+				}
+				if diff := cmp.Diff([]string{want}, f.uris); diff != "" {
+					t.Errorf("discovered %s (-want +got):\n%s", mime, diff)
+				}
+			}
+			if st := serverState(h, open.SessionID, "s"); st != protocol.StateStarting {
+				t.Errorf("state %q during the blocked listing: readiness must wait for the inventory", st)
+			}
+			for _, n := range h.notifications() {
+				if n.Method == protocol.NotifyStartupStatus && strings.Contains(string(n.Params), `"ready"`) {
+					t.Errorf("ready announced before the tool inventory: %s", n.Params)
+				}
+			}
+			if err := os.WriteFile(unblock, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h.waitComplete(open.SessionID, 0)
+			if got := len(h.toolsList(open.SessionID).Tools); got != 1 {
+				t.Errorf("%d tools after unblocking", got)
+			}
+			// One connection, one handshake: initialize, or on 2026-07-28
+			// server/discover.
+			lines := fixture.ReadLines(inits)
+			if len(lines) != 1 {
+				t.Fatalf("server saw %d handshakes, want 1: %q", len(lines), lines)
+			}
+			want := "initialize 2025-11-25" // mcpclient's default version
+			if version != "" {
+				want = "server/discover " + version
+			}
+			if f := strings.Fields(lines[0]); len(f) != 3 || f[0]+" "+f[2] != want {
+				t.Errorf("handshake %q, want %s", lines[0], want)
+			}
+		})
 	}
 }
 

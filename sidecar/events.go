@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -39,6 +40,10 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		Reaper:            srv.opts.Reaper,
 		Background:        sc.background,
 	}
+	// A new connection starts its count of skipped stdout lines afresh.
+	sc.mu.Lock()
+	sc.skipped, sc.firstSkipped = 0, ""
+	sc.mu.Unlock()
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {
 			sc.mu.Lock()
@@ -65,6 +70,12 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			srv.logServer(sess.id, sc.name, "stderr", line)
 		},
 		SkippedLine: func(line string) {
+			sc.mu.Lock()
+			if sc.skipped == 0 {
+				sc.firstSkipped = clipLine(line, maxSkippedLine)
+			}
+			sc.skipped++
+			sc.mu.Unlock()
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("non-JSON line on stdout skipped: %.200q", line))
 		},
 		ServerRequestRefused: func(method string, limit int) {
@@ -178,4 +189,19 @@ func (l *logLimiter) admit(key string, now time.Time) (dropped int, send bool) {
 	}
 	b.dropped = 1
 	return dropped, false
+}
+
+// maxSkippedLine bounds the first skipped stdout line kept for
+// servers/status.
+const maxSkippedLine = 200
+
+// clipLine cuts s to at most n bytes at a rune boundary.
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -21,6 +21,10 @@ type Hooks struct {
 	// failed startup) of server runs; blocking holds it back (release it:
 	// session close waits for it).
 	Teardown func(session, server string)
+	// StartupWait is called when a request begins to wait for a startup
+	// of server in flight: for its initialize only (early is true: early
+	// resource discovery) or for readiness.
+	StartupWait func(session, server string, early bool)
 }
 
 // WithHooks returns opts with h installed.
@@ -31,6 +35,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		backgroundRefresh: h.BackgroundRefresh,
 		refreshJoined:     h.RefreshJoined,
 		teardown:          h.Teardown,
+		startupWait:       h.StartupWait,
 	}
 	return opts
 }

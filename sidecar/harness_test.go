@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
 	"go.uber.org/goleak"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -117,19 +116,11 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		h.exit <- code
 	}()
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		Checker: schemaChecker(t),
-		OnNotification: func(n hostclient.Notification) {
-			h.mu.Lock()
-			h.notes = append(h.notes, n)
-			h.cond.Broadcast()
-			h.mu.Unlock()
-			if h.onNotification != nil {
-				h.onNotification(n)
-			}
-		},
+		Checker:        schemaChecker(t),
+		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {
-				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not handled"}
+				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "not handled")
 			}
 			return h.onRequest(ctx, method, params)
 		},
@@ -143,6 +134,18 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		}
 	})
 	return h
+}
+
+// record keeps a notification for waitFor and passes it to
+// onNotification.
+func (h *harness) record(n hostclient.Notification) {
+	h.mu.Lock()
+	h.notes = append(h.notes, n)
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	if h.onNotification != nil {
+		h.onNotification(n)
+	}
 }
 
 // schemaChecker returns a checker of the protocol schema for a test host:
@@ -198,24 +201,18 @@ func (h *harness) call(method string, params, result any) error {
 	return h.client.Call(ctx, method, params, result)
 }
 
-// rpcError returns err as a JSON-RPC error with decoded data, or fails.
-func (h *harness) rpcError(err error) (*jsonrpc2.Error, protocol.ErrorData) {
+// rpcError returns err as a JSON-RPC error with its data, or fails.
+func (h *harness) rpcError(err error) (*protocol.Error, protocol.ErrorData) {
 	h.t.Helper()
-	var je *jsonrpc2.Error
-	if !errors.As(err, &je) {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
 		h.t.Fatalf("want a JSON-RPC error, got %v", err)
 	}
-	var data protocol.ErrorData
-	if je.Data != nil {
-		if err := json.Unmarshal(*je.Data, &data); err != nil {
-			h.t.Fatalf("error data %s: %v", *je.Data, err)
-		}
-	}
-	return je, data
+	return pe, pe.Data
 }
 
 // wantCode fails unless err is a JSON-RPC error with code and returns it.
-func (h *harness) wantCode(err error, code int64) (*jsonrpc2.Error, protocol.ErrorData) {
+func (h *harness) wantCode(err error, code int64) (*protocol.Error, protocol.ErrorData) {
 	h.t.Helper()
 	if err == nil {
 		h.t.Fatalf("want error %d, got success", code)

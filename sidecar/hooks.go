@@ -22,6 +22,10 @@ type testHooks struct {
 	// process of a failed startup) before it runs: blocking holds it back
 	// (session close waits for it).
 	teardown func(session, server string)
+	// startupWait is called when a request begins to wait for a startup
+	// in flight: for its initialize only (early resource discovery) or for
+	// readiness.
+	startupWait func(session, server string, early bool)
 }
 
 // hook returns the server's test hooks (the zero value in production).

@@ -39,7 +39,7 @@ type environment struct {
 	order        []string // server names, sorted
 	features     map[string]bool
 	hostCaps     protocol.HostCapabilities
-	launcher     launcherprobe.Result
+	launcher     *launcherprobe.Monitor
 	maxNameBytes int
 	maxPending   int
 	// maxServerRequests bounds each server's requests waiting on the host.
@@ -97,13 +97,17 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	servers, notes, err := config.Load(p.ConfigFiles, p.Servers, s.opts.Env)
+	loaded, err := loadConfig(&p, s.opts.Env)
 	if err != nil {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid server configuration: "+err.Error())
+		return result{}, err
 	}
-	for _, n := range notes {
-		s.logger.Info("config", "note", n)
+	for _, e := range loaded.Errors {
+		s.logger.Warn("config error", "problem", e.Error())
 	}
+	for _, w := range loaded.Warnings {
+		s.logger.Info("config warning", "problem", w.Error())
+	}
+	servers := loaded.Servers
 	env := &environment{
 		servers:      servers,
 		features:     map[string]bool{},
@@ -135,13 +139,16 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)
+	var unknownFeatures []string
 	for name, on := range p.Features {
 		if !slices.Contains(knownFeatures, name) {
 			s.logger.Warn("unknown feature ignored", "feature", name)
+			unknownFeatures = append(unknownFeatures, name)
 			continue
 		}
 		env.features[name] = on
 	}
+	slices.Sort(unknownFeatures)
 	for name := range servers {
 		env.order = append(env.order, name)
 	}
@@ -159,10 +166,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		env.disk = &catalog.DiskCache{Dir: cacheDir}
 	}
 
-	env.launcher = launcherprobe.Result{Status: launcherprobe.StatusUnavailable, Reason: "no launcher candidate given in initialize.launcher"}
-	if p.Launcher != nil && p.Launcher.CodexExecutable != "" {
-		env.launcher = s.opts.Prober.Probe(ctx, p.Launcher.CodexExecutable)
-	}
+	env.launcher = s.newLauncher(ctx, params)
 
 	s.mu.Lock()
 	s.env = env
@@ -170,6 +174,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	s.initializing = false
 	s.mu.Unlock()
 
+	launcher := env.launcher.Current()
 	features := []string{}
 	for _, f := range knownFeatures {
 		if env.feature(f) {
@@ -180,17 +185,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Version: s.opts.Version},
 		ProtocolVersion: protocol.Version,
 		Capabilities:    protocol.SidecarCapabilities{Features: features},
-		Launcher:        env.launcher.Report(),
+		Launcher:        launcher.Report(),
 		Servers:         append([]string{}, env.order...), // [] when none, never null
+		Config:          configReport(loaded),
+		UnknownFeatures: unknownFeatures,
 	}}, nil
-}
-
-// launcherPath is the verified launcher, or "".
-func (e *environment) launcherPath() string {
-	if e.launcher.Status == launcherprobe.StatusVerified {
-		return e.launcher.Path
-	}
-	return ""
 }
 
 func (s *Server) environment() *environment {
@@ -218,6 +217,10 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.toolsList, true
 	case protocol.MethodToolsCall:
 		return s.toolsCall, true
+	case protocol.MethodToolsSearch:
+		return s.toolsSearch, true
+	case protocol.MethodToolsGet:
+		return s.toolsGet, true
 	case protocol.MethodResourcesList:
 		return s.listMethod("resources"), true
 	case protocol.MethodResourceTemplates:

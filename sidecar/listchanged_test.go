@@ -283,3 +283,41 @@ func TestListChangedRefreshUpdatesDiskCache(t *testing.T) {
 		t.Errorf("disk cache still holds the catalog from before the notification")
 	}
 }
+
+// TestListChangedInvalidatesDiskCacheEvenIfRefreshFails (issue 13, item
+// 20): a notification makes the scope's disk entry outdated; if the
+// refresh then fails, the entry must not survive to be served, as
+// "cached", to a new lazy session.
+func TestListChangedInvalidatesDiskCacheEvenIfRefreshFails(t *testing.T) {
+	cacheDir := t.TempDir()
+	// The second tools/list of the process (the refresh) fails.
+	cfg := fixture.Config("s", fixture.Spec{FailListAt: []int{2}, Tools: []fixture.ToolSpec{
+		tool("keep", "echo"), tool("gone", "echo"), tool("remove", "remove_tool"),
+	}})
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, map[string]any{
+		"cacheDir": cacheDir,
+		"features": map[string]bool{"mcp_tool_list_changed": true, "mcp_lazy_stdio_startup": true},
+	})
+	a := h.open(map[string]any{"sessionId": "A", "startup": "eager"}).SessionID
+	h.waitComplete(a, 0)
+	if files := cacheFiles(t, cacheDir); len(files) != 1 {
+		t.Fatalf("the startup listing was not cached: %q", files)
+	}
+	if _, err := h.callTool(map[string]any{"sessionId": a, "name": "mcp__s__remove", "arguments": map[string]any{"name": "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the failed refresh reported", func(n hostclient.Notification) bool {
+		return n.Method == protocol.NotifyLog && strings.Contains(string(n.Params), "previous catalog kept")
+	})
+
+	open := h.open(map[string]any{"sessionId": "B", "startup": "lazy"})
+	if open.Servers[0].State == protocol.StateDormant {
+		t.Errorf("session B: server s is dormant on a cached catalog that a notification outdated")
+	}
+	for _, s := range h.toolsList("B").Servers {
+		if s.Catalog == protocol.CatalogCached {
+			t.Errorf("session B lists %s from the outdated cache: %+v", s.Name, s)
+		}
+	}
+}

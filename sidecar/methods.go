@@ -31,16 +31,15 @@ func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result,
 	}
 	// A catalog is right or it is not served: wait for startups in flight
 	// (each bounded by its own startup_timeout_sec).
-	if err := waitStarting(ctx, scs); err != nil {
+	if err := sess.current(ctx, scs); err != nil {
 		return result{}, err
 	}
-	for _, sc := range scs {
-		sc.refreshIfStale(ctx)
-	}
-	return result{value: sess.listing(scs)}, nil
+	schemas := p.Schemas == nil || *p.Schemas
+	return result{value: sess.listing(scs, schemas)}, nil
 }
 
-// listing renders the session catalog restricted to scs.
+// listing renders the session catalog restricted to scs, each tool with
+// its schemas or in its summary form (schemas: false).
 // toolsListWire is protocol.ToolsListResult as sent: each tool is the
 // server's object, rendered once per catalog change (catalog.WireJSON).
 type toolsListWire struct {
@@ -48,23 +47,28 @@ type toolsListWire struct {
 	Servers []protocol.ServerCatalog `json:"servers"`
 }
 
-func (sess *Session) listing(scs []*serverConn) toolsListWire {
+func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 	cat := sess.snapshot()
 	res := toolsListWire{Tools: []json.RawMessage{}, Servers: []protocol.ServerCatalog{}}
 	want := make(map[string]bool, len(scs))
 	for _, sc := range scs {
 		want[sc.name] = true
 		sc.mu.Lock()
-		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked()}
+		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
 			entry.Error = sc.lastErr
 		}
 		sc.mu.Unlock()
 		res.Servers = append(res.Servers, entry)
 	}
+	forms := cat.wire
+	if !schemas {
+		forms = cat.summary
+	}
 	for i, t := range cat.tools {
 		if want[t.Server] {
-			res.Tools = append(res.Tools, cat.wire[i])
+			res.Tools = append(res.Tools, forms[i])
 		}
 	}
 	return res
@@ -139,8 +143,10 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	sc.mu.Lock()
 	capability := sc.sandboxCap
 	sc.mu.Unlock()
+	// The launcher's file is checked again only for a call that would
+	// carry it: a file changed since it was verified is not advertised.
 	launcher := ""
-	if conn.Transport() == config.TransportStdio {
+	if conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
 		launcher = sess.env.launcherPath()
 	}
 	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
@@ -310,7 +316,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -537,8 +543,9 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 	}
 	defer release()
 	var conn *mcpclient.Conn
+	var a *startAttempt // the startup whose connection conn is
 	if sess.env.feature(FeatureEarlyDiscovery) {
-		conn, err = sc.initializedConn(ctx)
+		conn, a, err = sc.initializedConn(ctx)
 	} else {
 		conn, err = sc.ready(ctx)
 	}
@@ -546,20 +553,21 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		return result{}, callerError(ctx, err)
 	}
 	sc.mu.Lock()
+	if a == nil && sc.conn == conn {
+		a = sc.attempt
+	}
 	gen := sc.resourceGen
 	sc.mu.Unlock()
 	// A result is assembled from pages of one connection and one resource
-	// generation, or rejected: never mixed.
-	changed := func() error {
+	// generation, or rejected: never mixed. Only a newer startup of the
+	// server (servers/reconnect, a restart) or
+	// notifications/resources/list_changed rejects it; a startup that
+	// fails, times out or is ended by session/close is reported as itself.
+	rejection := func() *protocol.Error {
 		sc.mu.Lock()
 		moved := sc.resourceGen != gen
-		replaced := sc.conn != nil && sc.conn != conn
+		replaced := sc.attempt != a
 		sc.mu.Unlock()
-		select {
-		case <-conn.Done():
-			replaced = true
-		default:
-		}
 		switch {
 		case replaced:
 			return discoveryRejected(sc.name, "the connection was replaced")
@@ -569,16 +577,22 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		return nil
 	}
 	fetch := func(ctx context.Context, cursor string) (json.RawMessage, error) {
-		if err := changed(); err != nil {
+		if err := rejection(); err != nil {
 			return nil, err
 		}
 		return conn.ListResourcesPage(ctx, cursor)
 	}
 	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), fetch)
-	// A page that failed because its connection was replaced is a
-	// rejection too, not a connection error.
-	if cerr := changed(); cerr != nil {
-		err = cerr
+	if err != nil {
+		if why := sc.whyConnEnded(ctx, conn, a); why != nil {
+			return result{}, why
+		}
+	}
+	if rej := rejection(); rej != nil {
+		sc.mu.Lock()
+		sc.attempt.earlyRejected = true // the retry waits for readiness
+		sc.mu.Unlock()
+		return result{}, rej
 	}
 	if err != nil {
 		return result{}, sc.callError(ctx, conn, "", err)
@@ -593,6 +607,34 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		}
 	}
 	return result{value: map[string][]json.RawMessage{"resources": found}}, nil
+}
+
+// whyConnEnded explains a request that failed because conn, the
+// connection of startup attempt a, ended: the startup failed or timed out
+// (its own error), or the session closed. It returns nil when conn is
+// still open or ended otherwise (a crash, a replacement).
+func (sc *serverConn) whyConnEnded(ctx context.Context, conn *mcpclient.Conn, a *startAttempt) error {
+	select {
+	case <-conn.Done():
+	default:
+		return nil
+	}
+	if a != nil {
+		// A startup closes its connection before it records why.
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return cancelledError()
+		}
+	}
+	if sc.sess.ctx.Err() != nil {
+		return sc.sessionClosedError()
+	}
+	var pe *protocol.Error
+	if a != nil && errors.As(a.err, &pe) && pe.Data.Kind != protocol.KindStartupSuperseded {
+		return pe
+	}
+	return nil
 }
 
 func discoveryRejected(server, why string) *protocol.Error {
@@ -645,7 +687,7 @@ func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (re
 	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
 		return result{}, err
 	}
-	return result{value: sc.sess.listing([]*serverConn{sc})}, nil
+	return result{value: sc.sess.listing([]*serverConn{sc}, true)}, nil
 }
 
 func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (result, error) {
@@ -656,6 +698,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
+	}
+	if !sc.cfg.Valid() {
+		return result{}, invalidError(sc.name, sc.cfg)
 	}
 	if !sc.cfg.IsEnabled() {
 		return result{}, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
@@ -699,14 +744,25 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	if err != nil {
 		return result{}, err
 	}
-	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: sess.env.launcher.Report()}
+	launcher := sess.env.launcher.Current().Report()
+	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
+	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
-		res.Servers = append(res.Servers, sc.status())
+		st := sc.status(launcher)
+		if sc.hasCatalog() {
+			n := size[sc.name]
+			tools, tokens := n[0], n[1]
+			st.Tools, st.Tokens = &tools, &tokens
+			res.Tokens += tokens
+		}
+		res.Servers = append(res.Servers, st)
 	}
 	return result{value: res}, nil
 }
 
-func (sc *serverConn) status() protocol.ServerStatus {
+// status reports sc; launcher is the sidecar's launcher verdict, which
+// applies to local stdio servers only.
+func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerStatus {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := protocol.ServerStatus{
@@ -717,7 +773,18 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		Capabilities: json.RawMessage("{}"),
 		Restarts:     sc.restarts,
 		LastError:    sc.lastErr,
+
+		SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls,
+		Approval:                  approvalOf(sc.cfg),
 	}
+	if sc.cfg.Origin.Path != "" {
+		origin := originOf(sc.cfg.Origin)
+		st.Source = &origin
+	}
+	if !sc.cfg.Valid() {
+		st.ConfigErrors = problemsOf(sc.cfg.Problems)
+	}
+	st.SkippedStdoutLines, st.FirstSkippedStdoutLine = sc.skipped, sc.firstSkipped
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
 		st.ProtocolVersion = sc.conn.ProtocolVersion()
@@ -730,8 +797,7 @@ func (sc *serverConn) status() protocol.ServerStatus {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
-		ls := sc.sess.env.launcher.Report()
-		st.Launcher = &ls
+		st.Launcher = &launcher
 	} else {
 		st.Launcher = &protocol.LauncherStatus{Status: "unavailable", Reason: "the launcher is only for local stdio servers"}
 	}

@@ -55,8 +55,12 @@ func (sc *serverConn) onToolListChanged() {
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "info", fmt.Sprintf("server %q sent notifications/tools/list_changed (ignored: %s is off)", sc.name, FeatureToolListChanged))
 		return
 	}
-	// Any shared startup listing of this scope is now outdated.
+	// Any shared startup listing of this scope is now outdated, and so is
+	// its disk entry, whatever the refresh that follows does. The disk is
+	// not touched on this goroutine (a write in progress holds cacheMu).
 	sc.sess.env.shared.Invalidate(sc.scopeKey)
+	notified := time.Now()
+	sc.sess.track(func() { sc.invalidateDisk(notified) })
 	if start && !sc.sess.track(sc.backgroundRefresh) {
 		sc.mu.Lock()
 		sc.list.bgPending = false
@@ -192,6 +196,10 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 			if ctx.Err() != nil {
 				return cancelledError()
 			}
+			// The catalog kept is stale: its disk entry must not outlive
+			// this failure (the notification's own invalidation may not
+			// have run yet).
+			sc.invalidateDisk(time.Now())
 			sc.mu.Lock()
 			sc.list.failedAt = sc.sess.srv.now()
 			sc.lastErr = fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
@@ -206,7 +214,8 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 			return protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
 				fmt.Sprintf("server %q: connection replaced during refresh", sc.name)).WithServer(sc.name, "").Retry()
 		}
-		if sc.list.changes != gen && try < maxOvertakenListings {
+		overtaken := sc.list.changes != gen
+		if overtaken && try < maxOvertakenListings {
 			sc.mu.Unlock()
 			continue // overtaken: this listing may mix versions
 		}
@@ -221,8 +230,12 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		sc.sess.env.shared.Invalidate(sc.scopeKey)
 		// The disk write (fsync included) is not in the way of the call or
 		// discovery that asked for this refresh.
-		listedAt := time.Now()
-		sc.sess.track(func() { sc.storeCacheAt(conn, items, listedAt) })
+		// A listing overtaken too often is served, marked stale, but not
+		// cached.
+		if !overtaken {
+			listedAt := time.Now()
+			sc.sess.track(func() { sc.storeCacheAt(conn, items, listedAt) })
+		}
 		if changed {
 			sc.sess.rebuildCatalog()
 			sc.sess.srv.notify(protocol.NotifyToolsChanged, protocol.ToolsChangedParams{SessionID: sc.sess.id, Server: sc.name, Reason: reason})

@@ -7,57 +7,91 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
-	"github.com/sourcegraph/jsonrpc2"
 )
 
-// listServer is an in-process Streamable HTTP MCP server whose tools/list
-// requests the test controls: onList gets each one's number (1-based) and
-// may block on a channel, fail it (an error) or let it through (nil).
-type listServer struct {
-	srv   *mcp.Server
-	url   string
-	lists atomic.Int32
+// ctlServer is an in-process Streamable HTTP MCP server whose requests
+// the test controls: onRequest gets each request's method and number
+// (1-based, counted per method) and may block on a channel, fail it (an
+// error) or let it through (nil).
+type ctlServer struct {
+	srv *mcp.Server
+	url string
+
+	mu     sync.Mutex
+	counts map[string]int
+	// ending cancels the requests in flight of an MCP session when its
+	// client deletes it: go-sdk's server waits for them before it answers
+	// the DELETE, and a handler the test blocks would hold the client's
+	// close up.
+	ending map[string][]context.CancelFunc
 }
 
-func newListServer(t *testing.T, tools []string, onList func(n int) error) *listServer {
+func newCtlServer(t *testing.T, tools []string, onRequest func(ctx context.Context, method string, n int) error) *ctlServer {
 	t.Helper()
-	ls := &listServer{srv: mcp.NewServer(&mcp.Implementation{Name: "list-server"}, nil)}
+	cs := &ctlServer{srv: mcp.NewServer(&mcp.Implementation{Name: "ctl-server"}, nil), counts: map[string]int{}, ending: map[string][]context.CancelFunc{}}
 	for _, name := range tools {
-		ls.addTool(name)
+		cs.addTool(name)
 	}
-	ls.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	cs.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" {
-				if err := onList(int(ls.lists.Add(1))); err != nil {
-					return nil, err
-				}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			cs.mu.Lock()
+			cs.counts[method]++
+			n := cs.counts[method]
+			if ss := req.GetSession(); ss != nil {
+				cs.ending[ss.ID()] = append(cs.ending[ss.ID()], cancel)
+			}
+			cs.mu.Unlock()
+			if err := onRequest(ctx, method, n); err != nil {
+				return nil, err
 			}
 			return next(ctx, method, req)
 		}
 	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ls.srv }, nil))
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return cs.srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			cs.mu.Lock()
+			id := r.Header.Get("Mcp-Session-Id")
+			for _, cancel := range cs.ending[id] {
+				cancel()
+			}
+			delete(cs.ending, id)
+			cs.mu.Unlock()
+		}
+		handler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		ts.Close()
-		for ss := range ls.srv.Sessions() {
+		for ss := range cs.srv.Sessions() {
 			ss.Close()
 		}
 	})
-	ls.url = ts.URL
-	return ls
+	cs.url = ts.URL
+	return cs
+}
+
+// count is the number of method requests the server received.
+func (cs *ctlServer) count(method string) int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.counts[method]
 }
 
 // addTool adds an echo tool; go-sdk then sends tools/list_changed.
-func (ls *listServer) addTool(name string) {
-	ls.srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (cs *ctlServer) addTool(name string) {
+	cs.srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
 	})
 }
@@ -117,8 +151,8 @@ func newRefreshHarness(t *testing.T) *refreshHarness {
 // again until it has passed.
 func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
-	ls := newListServer(t, []string{"a"}, func(n int) error {
-		if n == 2 { // the first refresh
+	ls := newCtlServer(t, []string{"a"}, func(_ context.Context, method string, n int) error {
+		if method == "tools/list" && n == 2 { // the first refresh
 			close(started)
 			<-release
 			return errors.New("tools/list failed on purpose")
@@ -136,7 +170,7 @@ func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
 	h.notified.wait(t, 1, "the list_changed notification")
 
 	const n = 8
-	var waits []jsonrpc2.Waiter
+	var waits []hostclient.Waiter
 	for range n {
 		_, w, err := h.client.Dispatch(h.ctx, protocol.MethodToolsList, map[string]any{"sessionId": sid})
 		if err != nil {
@@ -156,12 +190,12 @@ func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
 			t.Errorf("tools/list %d: tools %v stale %v, want the previous catalog marked stale", i, got, list.Servers[0].Stale)
 		}
 	}
-	if got := ls.lists.Load(); got != 2 {
+	if got := ls.count("tools/list"); got != 2 {
 		t.Fatalf("%d tools/list reached the server, want 2 (startup and one refresh for all eight)", got)
 	}
 	// The failure started the cooldown: within it nothing lists.
-	if list := h.toolsList(sid); !list.Servers[0].Stale || ls.lists.Load() != 2 {
-		t.Errorf("within the cooldown: stale %v, %d listings; want stale and no new listing", list.Servers[0].Stale, ls.lists.Load())
+	if list := h.toolsList(sid); !list.Servers[0].Stale || ls.count("tools/list") != 2 {
+		t.Errorf("within the cooldown: stale %v, %d listings; want stale and no new listing", list.Servers[0].Stale, ls.count("tools/list"))
 	}
 	h.clock.Advance(2 * time.Second)
 	list := h.toolsList(sid)

@@ -7,7 +7,6 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
@@ -51,8 +48,7 @@ type Options struct {
 type Server struct {
 	opts   Options
 	logger *slog.Logger
-	stream *protocol.Stream
-	conn   *jsonrpc2.Conn
+	conn   *protocol.Conn
 
 	// ctx is cancelled when the host connection ends; it parents every
 	// session and startup.
@@ -67,7 +63,6 @@ type Server struct {
 	env          *environment // set once by initialize
 	sessions     map[string]*Session
 	nextSession  int
-	inflight     map[jsonrpc2.ID]*inflightRequest
 	logLimiter   *logLimiter
 
 	// opening holds the ids reserved by session/open calls in progress;
@@ -81,25 +76,10 @@ type Server struct {
 	// every reply was written or abandoned.
 	work sync.WaitGroup
 
-	// hostCallSeq numbers the sidecar's requests to the host (callHost).
-	hostCallSeq atomic.Uint64
-
 	exitCode atomic.Int32
-	// connReady is closed once conn is set: jsonrpc2 starts reading (and
-	// calling Handle) before NewConn returns.
-	connReady chan struct{}
-	done      chan struct{}
-	doneOnce  sync.Once
+	done     chan struct{}
+	doneOnce sync.Once
 }
-
-type inflightRequest struct {
-	cancel  context.CancelCauseFunc
-	replied atomic.Bool
-}
-
-// errCancelledByHost is the cause recorded when the host sends
-// $/cancelRequest, so that handlers can tell it from other cancellations.
-var errCancelledByHost = errors.New("request cancelled by the host")
 
 // Serve speaks the host protocol on r and w until the host sends exit or
 // closes its end, then ends every session (and so every child process) and
@@ -107,13 +87,27 @@ var errCancelledByHost = errors.New("request cancelled by the host")
 // shutdown, 1 when the host exits or disappears without shutdown (as LSP).
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 	s := newServer(ctx, opts)
-	// The stream must not close w when the host closes stdin: replies to
-	// requests in flight still go out (a host may half-close).
-	s.stream = protocol.NewStream(r, writeOnly{w}, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes, Logger: s.logger, OmitRequestParams: true})
-	s.conn = jsonrpc2.NewConn(s.ctx, s.stream, s)
-	close(s.connReady)
+	// The connection must not close w when the host closes stdin: replies
+	// to requests in flight still go out (a host may half-close).
+	s.conn = protocol.NewConn(r, writeOnly{w}, protocol.ConnOptions{
+		MaxFrameBytes: opts.MaxFrameBytes,
+		Logger:        s.logger,
+		// initialize is not cancellable: a $/cancelRequest naming it is
+		// ignored, and the host gets the normal answer. Cancelling it
+		// half-way would leave either a sidecar that is initialized
+		// although the host was told otherwise, or one the host must
+		// configure again; an answer the host can rely on is simpler.
+		Uncancellable: []string{protocol.MethodInitialize},
+	})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := s.conn.Serve(s.ctx, s); err != nil {
+			s.logger.Warn("reading from the host failed", "err", err)
+		}
+	}()
 	select {
-	case <-s.conn.DisconnectNotify():
+	case <-served:
 		s.logger.Debug("host connection closed")
 	case <-s.done:
 	case <-ctx.Done():
@@ -140,9 +134,7 @@ func newServer(ctx context.Context, opts Options) *Server {
 		opts:       opts,
 		logger:     opts.Logger,
 		sessions:   make(map[string]*Session),
-		inflight:   make(map[jsonrpc2.ID]*inflightRequest),
 		logLimiter: newLogLimiter(50, 200),
-		connReady:  make(chan struct{}),
 		done:       make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -167,6 +159,10 @@ func (s *Server) stop() {
 	case <-done:
 	case <-time.After(replyGrace):
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
+	}
+	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
+	if env := s.environment(); env != nil {
+		env.launcher.Close()
 	}
 	s.conn.Close()
 }
@@ -199,20 +195,15 @@ func (s *Server) finish() {
 	s.doneOnce.Do(func() { close(s.done) })
 }
 
-// Handle is called by jsonrpc2 synchronously in its read loop, right after
-// the stream read the frame. It must not block: notifications that only
-// record state run here (so a $/cancelRequest is never reordered before the
-// request it cancels), everything else runs in a goroutine.
-func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	<-s.connReady
-	if req.Notif {
+// Handle is called by the host connection in read order, on its read loop.
+// It must not block: notifications that only record state run here (and
+// the connection has already handled a $/cancelRequest, in order, before
+// any later message), everything else runs in a goroutine.
+func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
+	if req.IsNotification() {
 		s.handleNotification(req)
 		return
 	}
-	// The params as the host sent them (jsonrpc2 gets none: it would
-	// re-encode them).
-	params := json.RawMessage(s.stream.LastParams())
-
 	s.mu.Lock()
 	if s.exited {
 		s.mu.Unlock()
@@ -247,42 +238,19 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			fmt.Sprintf("unknown method %q", req.Method)))
 		return
 	}
-	reqCtx, cancel := context.WithCancelCause(s.ctx)
-	ir := &inflightRequest{cancel: cancel}
-	if _, dup := s.inflight[req.ID]; dup {
-		s.mu.Unlock()
-		cancel(nil)
-		s.replyError(req.ID, protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
-			fmt.Sprintf("request id %s is already in flight", req.ID)))
-		return
-	}
-	s.inflight[req.ID] = ir
 	s.work.Add(1)
 	s.mu.Unlock()
 
 	go func() {
 		defer s.work.Done()
-		defer func() {
-			s.mu.Lock()
-			if s.inflight[req.ID] == ir {
-				delete(s.inflight, req.ID)
-			}
-			s.mu.Unlock()
-			cancel(nil)
-		}()
-		res, err := s.invoke(reqCtx, req.Method, handler, params)
-		if err != nil && errors.Is(context.Cause(reqCtx), errCancelledByHost) {
-			err = cancelledError()
-		}
-		// A request answered -32800 by $/cancelRequest gets no second reply;
-		// its after-work (e.g. a startup round) still runs, since the state
-		// it completes was already set up.
-		if ir.replied.CompareAndSwap(false, true) {
-			if err != nil {
-				s.writeError(req.ID, err)
-			} else if err := s.stream.WriteResult(req.ID, res.value); err != nil {
-				s.logger.Debug("reply not written", "method", req.Method, "err", err)
-			}
+		res, err := s.invoke(ctx, req.Method, handler, req.Params)
+		// A request the host cancelled was answered -32800 already: the
+		// connection drops this answer. Its after-work (e.g. a startup
+		// round) still runs, since the state it completes was set up.
+		if err != nil {
+			s.replyError(req.ID, err)
+		} else if err := s.conn.Reply(req.ID, res.value); err != nil {
+			s.logger.Debug("reply not written", "method", req.Method, "err", err)
 		}
 		if res.after != nil {
 			res.after()
@@ -302,32 +270,11 @@ func (s *Server) invoke(ctx context.Context, method string, h handlerFunc, param
 	return h(ctx, params)
 }
 
-func (s *Server) handleNotification(req *jsonrpc2.Request) {
+func (s *Server) handleNotification(req *protocol.Request) {
 	switch req.Method {
-	case protocol.MethodCancelRequest:
-		var p protocol.CancelParams
-		if err := json.Unmarshal(s.stream.LastParams(), &p); err != nil || len(p.ID) == 0 {
-			s.logger.Warn("malformed $/cancelRequest", "err", err)
-			return
-		}
-		id, ok := s.stream.CanonicalID(p.ID)
-		if !ok {
-			return
-		}
-		s.mu.Lock()
-		ir := s.inflight[id]
-		s.mu.Unlock()
-		if ir == nil {
-			return // finished already, or never existed: nothing to cancel
-		}
-		ir.cancel(errCancelledByHost)
-		// The host waits for an answer (vscode-jsonrpc does): answer at
-		// once, even if the MCP server ignores the cancellation.
-		if ir.replied.CompareAndSwap(false, true) {
-			s.writeError(id, cancelledError())
-		}
-	case protocol.MethodInitialized:
-		// Nothing to do: startup begins per session.
+	case protocol.MethodInitialized, protocol.MethodCancelRequest:
+		// Nothing to do: startup begins per session, and the connection
+		// cancelled and answered the request.
 	case protocol.MethodExit:
 		s.mu.Lock()
 		s.exited = true
@@ -345,29 +292,19 @@ func cancelledError() *protocol.Error {
 	return protocol.NewError(protocol.CodeRequestCancelled, protocol.KindCancelled, "request cancelled")
 }
 
-func (s *Server) replyError(id jsonrpc2.ID, e *protocol.Error) {
-	if err := s.stream.WriteError(id, e.JSONRPC()); err != nil {
+// replyError answers the request id with err; an error that is not a
+// *protocol.Error becomes an internal error (-32603), so that every answer
+// has a code and data.kind.
+func (s *Server) replyError(id json.RawMessage, err error) {
+	if err := s.conn.ReplyError(id, err); err != nil {
 		s.logger.Debug("error reply not written", "err", err)
 	}
-}
-
-func (s *Server) writeError(id jsonrpc2.ID, err error) {
-	s.replyError(id, toProtocolError(err))
-}
-
-// toProtocolError gives every error a code and data.kind.
-func toProtocolError(err error) *protocol.Error {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, err.Error())
 }
 
 // notify sends a notification to the host; failures (host gone) are logged
 // only, since there is no one left to tell.
 func (s *Server) notify(method string, params any) {
-	if err := s.conn.Notify(s.ctx, method, params); err != nil {
+	if err := s.conn.Notify(method, params); err != nil {
 		s.logger.Debug("notification not written", "method", method, "err", err)
 	}
 }
@@ -380,16 +317,7 @@ func (s *Server) notify(method string, params any) {
 // ended), the host is sent $/cancelRequest for it, as LSP does: the host
 // can stop asking its user.
 func (s *Server) callHost(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	var res json.RawMessage
-	// The sidecar picks the id (from a sequence of its own, and every
-	// host-bound request comes through here), so that it can name the
-	// request in $/cancelRequest.
-	id := jsonrpc2.ID{Num: s.hostCallSeq.Add(1)}
-	err := s.conn.Call(ctx, method, params, &res, jsonrpc2.PickID(id))
-	if err != nil && ctx.Err() != nil {
-		s.notify(protocol.MethodCancelRequest, protocol.CancelParams{ID: json.RawMessage(id.String())})
-	}
-	return res, err
+	return s.conn.Call(ctx, method, params)
 }
 
 // result is what a handler produces: the value to reply with, and work to

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -60,15 +61,25 @@ type Session struct {
 // sessionCatalog is the session's qualified view of all its servers' tools,
 // rebuilt whenever one server's tools change.
 type sessionCatalog struct {
-	tools  []catalog.Tool    // in server order, then the server's own order
-	wire   []json.RawMessage // tools[i] as tools/list shows it, rendered once per rebuild
-	byName map[string]toolRef
+	tools []catalog.Tool    // in server order, then the server's own order
+	wire  []json.RawMessage // tools[i] as tools/list shows it, rendered once per rebuild
+	// summary is tools[i] as tools/list with schemas: false shows it, and
+	// tokens the estimated tokens of wire[i].
+	summary []json.RawMessage
+	tokens  []int
+	byName  map[string]toolRef
+	// index ranks the catalog for tools/search. It is built by the
+	// session's first search; from then on every rebuild hands it the new
+	// catalog, so it is current before the next search.
+	index *search.Index
 }
 
 type toolRef struct {
-	sc   *serverConn
-	tool catalog.Tool
-	wire json.RawMessage
+	sc      *serverConn
+	tool    catalog.Tool
+	wire    json.RawMessage
+	summary json.RawMessage
+	tokens  int
 }
 
 // startAttempt is one startup of one server. done closes when it ends.
@@ -81,6 +92,10 @@ type startAttempt struct {
 	// first tools/list: early resource discovery may use it from then on.
 	initialized chan struct{}
 	conn        *mcpclient.Conn
+	// earlyRejected records that an early discovery was rejected (-32017)
+	// while this attempt was the server's current one: a retry waits for
+	// normal readiness. Guarded by serverConn.mu.
+	earlyRejected bool
 }
 
 // serverConn is one server in one session.
@@ -117,6 +132,10 @@ type serverConn struct {
 	// discovery rejects a result assembled across a change.
 	resourceGen uint64
 	crashes     int // crashes since the last stable run
+	// skipped counts the stdout lines of the current connection that were
+	// not JSON-RPC; firstSkipped is the first of them.
+	skipped      int
+	firstSkipped string
 
 	// cacheMu orders disk cache writes of this server: a refresh writes in
 	// the background, and an older listing must not overwrite a newer one.
@@ -199,6 +218,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		}
 		sess.servers[name] = sc
 		switch {
+		case !cfg.Valid():
+			sc.state = protocol.StateInvalid
 		case !cfg.IsEnabled():
 			sc.state = protocol.StateDisabled
 		case lazy && sess.loadDormant(sc):
@@ -571,10 +592,13 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcp
 	sc.resubscribe(ctx, conn)
 	sc.mu.Lock()
 	// Notifications that arrived before the listing began are reflected in
-	// it; later ones leave the catalog stale.
+	// it; later ones leave the catalog stale, and then it is not cached.
 	sc.list.listed = gen
+	current := sc.list.changes == gen
 	sc.mu.Unlock()
-	sc.storeCache(conn, items)
+	if current {
+		sc.storeCache(conn, items)
+	}
 	return conn, tools, nil
 }
 
@@ -605,6 +629,26 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 	sc.sess.env.cacheRepaired(sc.scopeKey)
 }
 
+// invalidateDisk removes the scope's disk entry, which a list_changed
+// notification at notified outdated, unless a listing made after it was
+// written already; listings made before it are refused from now on. A
+// failure is reported, never fatal.
+func (sc *serverConn) invalidateDisk(notified time.Time) {
+	disk := sc.sess.env.disk
+	if disk == nil {
+		return
+	}
+	sc.cacheMu.Lock()
+	defer sc.cacheMu.Unlock()
+	if sc.cacheWritten.After(notified) {
+		return
+	}
+	sc.cacheWritten = notified
+	if err := disk.Remove(sc.scopeKey); err != nil {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("outdated catalog cache of server %q not removed: %v", sc.name, err))
+	}
+}
+
 // listTools fetches the whole catalog of conn; share lets overlapping
 // startups of one discovery scope use one listing.
 func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) ([]json.RawMessage, []catalog.Tool, error) {
@@ -629,7 +673,11 @@ func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
-	return catalog.FilterOf(sc.cfg).Apply(all)
+	tools := catalog.FilterOf(sc.cfg).Apply(all)
+	for i := range tools {
+		tools[i].Approval = sc.cfg.Approval(tools[i].Name)
+	}
+	return tools
 }
 
 // cacheable reports whether the server allows its catalog to be shared and
@@ -826,9 +874,15 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 			sc.mu.Unlock()
 			return nil, protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 				fmt.Sprintf("server %q is disabled (enabled = false)", sc.name)).WithServer(sc.name, "")
+		case protocol.StateInvalid:
+			sc.mu.Unlock()
+			return nil, invalidError(sc.name, sc.cfg)
 		case protocol.StateStarting:
 			a := sc.attempt
 			sc.mu.Unlock()
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, false)
+			}
 			select {
 			case <-a.done:
 				continue
@@ -874,28 +928,36 @@ func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
 
 // initializedConn returns a connection that has completed initialize,
 // without waiting for its first tools/list (docs/protocol.md, "Early
-// resource discovery"). It reuses the startup's one connection and
-// handshake; a startup that fails or is cancelled passes its error on.
-func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, error) {
+// resource discovery"), and the startup attempt whose connection it is. It
+// reuses the startup's one connection and handshake; a startup that fails
+// or is cancelled passes its error on. A startup whose early discovery was
+// rejected (-32017) is not used early again: the retry waits for normal
+// readiness, and then the attempt is nil (the caller asks sc for it).
+func (sc *serverConn) initializedConn(ctx context.Context) (*mcpclient.Conn, *startAttempt, error) {
 	for {
 		sc.mu.Lock()
 		st, a := sc.state, sc.attempt
+		early := st == protocol.StateStarting && !a.earlyRejected
 		sc.mu.Unlock()
-		switch st {
-		case protocol.StateStarting:
+		switch {
+		case early:
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, true)
+			}
 			select {
 			case <-a.initialized:
-				return a.conn, nil
+				return a.conn, a, nil
 			case <-a.done:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
-		case protocol.StateDormant:
+		case st == protocol.StateDormant:
 			sc.sess.startLater(sc)
 			continue
 		default:
-			return sc.ready(ctx)
+			conn, err := sc.ready(ctx)
+			return conn, nil, err
 		}
 	}
 }
@@ -937,9 +999,12 @@ func waitStarting(ctx context.Context, scs []*serverConn) error {
 
 // rebuildCatalog recomputes the session's qualified names over every
 // server that has a catalog. Rebuilds are serialised, so an older view can
-// never overwrite a newer one, and each tool's wire form is reused from the
-// previous catalog when its name and bytes did not change: startup of many
-// servers does not re-render every tool once per server.
+// never overwrite a newer one, and each tool's rendered forms are reused
+// from the previous catalog when its name and bytes did not change:
+// startup of many servers does not re-render every tool once per server.
+// A search index, once a search has built one, is handed the new catalog
+// here: it follows every change (startup, refresh, list_changed,
+// reconnect) and reuses the analysis of what did not change.
 func (sess *Session) rebuildCatalog() {
 	sess.rebuildMu.Lock()
 	defer sess.rebuildMu.Unlock()
@@ -953,25 +1018,59 @@ func (sess *Session) rebuildCatalog() {
 		sc.mu.Unlock()
 	}
 	catalog.Qualify(all, sess.env.maxNameBytes)
-	prev := sess.snapshot().byName
-	byName := make(map[string]toolRef, len(all))
-	wire := make([]json.RawMessage, len(all))
+	prev := sess.snapshot()
+	cat := sessionCatalog{
+		tools:   all,
+		wire:    make([]json.RawMessage, len(all)),
+		summary: make([]json.RawMessage, len(all)),
+		tokens:  make([]int, len(all)),
+		byName:  make(map[string]toolRef, len(all)),
+	}
 	for i, t := range all {
-		if old, ok := prev[t.Qualified]; ok && old.tool.Server == t.Server && string(old.tool.Raw) == string(t.Raw) {
-			wire[i] = old.wire
-		} else {
-			w, err := t.WireJSON()
-			if err != nil { // ParseTools accepted the object: cannot happen
-				sess.srv.logger.Error("rendering tool", "err", err)
-				w = json.RawMessage(`{}`)
-			}
-			wire[i] = w
+		ref, ok := prev.byName[t.Qualified]
+		if !ok || ref.tool.Server != t.Server || string(ref.tool.Raw) != string(t.Raw) {
+			ref = sess.render(t)
 		}
-		byName[t.Qualified] = toolRef{sc: sess.servers[t.Server], tool: t, wire: wire[i]}
+		ref.sc, ref.tool = sess.servers[t.Server], t
+		cat.wire[i], cat.summary[i], cat.tokens[i] = ref.wire, ref.summary, ref.tokens
+		cat.byName[t.Qualified] = ref
+	}
+	if prev.index != nil {
+		cat.index = prev.index.Update(all)
 	}
 	sess.mu.Lock()
-	sess.catalog = sessionCatalog{tools: all, wire: wire, byName: byName}
+	sess.catalog = cat
 	sess.mu.Unlock()
+}
+
+// render makes a tool's forms for tools/list, with and without schemas.
+func (sess *Session) render(t catalog.Tool) toolRef {
+	w, sum, tokens, err := t.Forms()
+	if err != nil { // ParseTools accepted the object: cannot happen
+		sess.srv.logger.Error("rendering tool", "err", err)
+		w, sum = json.RawMessage(`{}`), json.RawMessage(`{}`)
+	}
+	return toolRef{wire: w, summary: sum, tokens: tokens}
+}
+
+// searchIndex returns the index of the session catalog, building it at
+// the session's first search. The build holds rebuildMu, so no rebuild
+// can slip in between and leave the index behind the catalog.
+func (sess *Session) searchIndex() *search.Index {
+	if ix := sess.snapshot().index; ix != nil {
+		return ix
+	}
+	sess.rebuildMu.Lock()
+	defer sess.rebuildMu.Unlock()
+	cat := sess.snapshot()
+	if cat.index != nil {
+		return cat.index
+	}
+	ix := search.New(search.DefaultRanking()).Update(cat.tools)
+	sess.mu.Lock()
+	sess.catalog.index = ix
+	sess.mu.Unlock()
+	return ix
 }
 
 func (sess *Session) snapshot() sessionCatalog {

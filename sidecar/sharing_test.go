@@ -776,6 +776,13 @@ func TestDiskCacheTwoSidecarProcesses(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("servers/refresh: %v", err)
 	}
+	// A refresh writes the disk in the background, after its reply;
+	// session/close waits for that write.
+	for _, car := range cars {
+		if err := car.c.Call(ctx, protocol.MethodSessionClose, map[string]any{"sessionId": car.session}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if files := cacheFiles(t, cacheDir); len(files) != 1 {
 		t.Errorf("cache folder holds %q after the writers, want one catalog file", files)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -34,20 +33,6 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	h.wantCode(err, protocol.CodeUnknownSession)
 	err = h.call(protocol.MethodInitialize, map[string]any{}, nil)
 	h.wantCode(err, protocol.CodeInvalidRequest)
-}
-
-func TestBadConfigIsInvalidParamsNamingServerAndKey(t *testing.T) {
-	h := newHarness(t)
-	err := h.call(protocol.MethodInitialize, map[string]any{
-		"clientInfo": map[string]any{"name": "test"},
-		"servers":    map[string]any{"both": map[string]any{"command": "x", "url": "http://127.0.0.1:1/mcp"}},
-	}, nil)
-	je, _ := h.wantCode(err, protocol.CodeInvalidParams)
-	if !strings.Contains(je.Message, `"both"`) || !strings.Contains(je.Message, "initialize") {
-		t.Errorf("message %q should name the source and the server", je.Message)
-	}
-	// A corrected initialize is accepted.
-	h.initialize(nil, nil)
 }
 
 // TestStartupEventOrdering: three servers, one slow, one failing, one fast.
@@ -597,7 +582,7 @@ func TestPendingRequestsBounded(t *testing.T) {
 		Tools: []fixture.ToolSpec{tool("sleep", "sleep"), tool("echo", "echo")},
 	})}, map[string]any{"limits": map[string]any{"maxPendingPerSession": 2}})
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
-	var ids []jsonrpc2.ID
+	var ids []json.RawMessage
 	for i, tok := range []string{"p-1", "p-2"} {
 		id, _, err := h.client.Dispatch(h.ctx, protocol.MethodToolsCall, map[string]any{
 			"sessionId": sid, "name": "mcp__s__sleep", "arguments": map[string]any{"ms": 60000, "tag": tok},
@@ -711,8 +696,8 @@ func TestEverySchemaMethodIsServed(t *testing.T) {
 			continue // the lifecycle tests send these
 		}
 		err := h.call(r.Method, minimalInstance(t, m, r.Params), nil)
-		var je *jsonrpc2.Error
-		if errors.As(err, &je) && je.Code == protocol.CodeMethodNotFound {
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code == protocol.CodeMethodNotFound {
 			t.Errorf("%s is in schema/protocol.schema.json but the sidecar does not serve it", r.Method)
 		}
 	}

@@ -4,28 +4,14 @@
 #
 #   bash examples/rust-host/run.sh [path/to/mcp-sidecar]    (or MCP_SIDECAR_BIN=...)
 #
-# Builds offline against the crates Debian packages (see .cargo/config.toml)
-# and installs librust-serde-json-dev when it is missing (apt-get: root, as
-# CI is). Exits non-zero if a test or a check fails.
+# Builds offline against the crates Debian packages (see .cargo/config.toml),
+# with the typed client of clients/rust, and installs the crates when they
+# are missing (apt-get: root, as CI is). Exits non-zero if a test or a check
+# fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-
-apt_install() {
-  echo "rust-host: installing Debian's $*"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-if ! compgen -G '/usr/share/cargo/registry/serde_json-*' >/dev/null; then
-  apt_install librust-serde-json-dev
-fi
-if ! command -v cargo >/dev/null && [[ -x "${HOME:-/root}/.cargo/bin/cargo" ]]; then
-  PATH="${HOME:-/root}/.cargo/bin:$PATH"
-fi
-if ! command -v cargo >/dev/null; then
-  apt_install cargo
-fi
-cargo --version
+source "$root/clients/rust/debian-crates.sh"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
 bin="${1:-${MCP_SIDECAR_BIN:-}}"

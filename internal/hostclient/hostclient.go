@@ -6,13 +6,8 @@ package hostclient
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"strconv"
 	"sync"
-	"sync/atomic"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/schema"
@@ -31,8 +26,9 @@ type Options struct {
 	OnNotification func(Notification)
 	// OnRequest answers the sidecar's requests (mcp/elicit, mcp/roots,
 	// mcp/sample). It runs in its own goroutine; its ctx ends when the
-	// sidecar sends $/cancelRequest for the request. A nil OnRequest
-	// answers -32601.
+	// sidecar sends $/cancelRequest for the request (which is answered
+	// -32800 at once) or the client closes. A nil OnRequest answers -32601.
+	// An error that is not a *protocol.Error is answered -32603.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
 	// MaxFrameBytes bounds a frame from the sidecar (a 50,000-tool catalog
 	// is over 100 MiB); zero means the protocol default.
@@ -44,132 +40,110 @@ type Options struct {
 
 // Client is a connection to one sidecar.
 type Client struct {
-	conn   *jsonrpc2.Conn
+	conn   *protocol.Conn
 	opts   Options
-	wg     sync.WaitGroup
-	nextID atomic.Uint64
-
-	// inflight cancels the sidecar's requests being answered, when the
-	// sidecar sends $/cancelRequest for them.
-	mu       sync.Mutex
-	inflight map[jsonrpc2.ID]context.CancelFunc
+	cancel context.CancelFunc
+	served chan struct{}
+	wg     sync.WaitGroup // request handlers
 }
 
 // New speaks the host protocol over r (the sidecar's stdout) and w (its
-// stdin).
+// stdin) until the sidecar's output ends, ctx ends or Close is called.
 func New(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
-	c := &Client{opts: opts, inflight: map[jsonrpc2.ID]context.CancelFunc{}}
 	if opts.Checker != nil {
 		r = opts.Checker.Reader(schema.SidecarToHost, r)
 		w = opts.Checker.Writer(schema.HostToSidecar, w)
 	}
-	stream := protocol.NewStream(r, w, protocol.StreamOptions{MaxFrameBytes: opts.MaxFrameBytes})
-	c.conn = jsonrpc2.NewConn(ctx, stream, handlerFunc(c.handle))
+	c := &Client{
+		conn:   protocol.NewConn(r, w, protocol.ConnOptions{MaxFrameBytes: opts.MaxFrameBytes}),
+		opts:   opts,
+		served: make(chan struct{}),
+	}
+	ctx, c.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(c.served)
+		c.conn.Serve(ctx, protocol.HandlerFunc(c.handle))
+	}()
 	return c
 }
 
-type handlerFunc func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request)
-
-func (f handlerFunc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	f(ctx, conn, req)
-}
-
-func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
-	if req.Notif {
-		if req.Method == protocol.MethodCancelRequest {
-			c.cancelInflight(params)
-		}
+func (c *Client) handle(ctx context.Context, req *protocol.Request) {
+	if req.IsNotification() {
 		if c.opts.OnNotification != nil {
-			c.opts.OnNotification(Notification{Method: req.Method, Params: params})
+			c.opts.OnNotification(Notification{Method: req.Method, Params: req.Params})
 		}
 		return
 	}
 	// Answer requests off the read loop, as a host must: the answer may
 	// need the user, and responses to our own calls arrive on this loop.
-	// Registered here, in the read loop, so that a $/cancelRequest read
-	// after the request finds it.
-	ctx, cancel := context.WithCancel(ctx)
-	c.mu.Lock()
-	c.inflight[req.ID] = cancel
-	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() {
-			c.mu.Lock()
-			delete(c.inflight, req.ID)
-			c.mu.Unlock()
-			cancel()
-		}()
+	c.wg.Go(func() {
 		var res any
-		err := error(&jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "host does not handle " + req.Method})
+		err := error(protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "host does not handle "+req.Method))
 		if c.opts.OnRequest != nil {
-			res, err = c.opts.OnRequest(ctx, req.Method, params)
+			res, err = c.opts.OnRequest(ctx, req.Method, req.Params)
 		}
 		if err != nil {
-			var je *jsonrpc2.Error
-			if !errors.As(err, &je) {
-				je = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
-			}
-			_ = conn.ReplyWithError(ctx, req.ID, je)
+			_ = c.conn.ReplyError(req.ID, err)
 			return
 		}
-		_ = conn.Reply(ctx, req.ID, res)
-	}()
+		_ = c.conn.Reply(req.ID, res)
+	})
 }
 
-// cancelInflight cancels the context of the request $/cancelRequest names.
-func (c *Client) cancelInflight(params json.RawMessage) {
-	var p struct {
-		ID jsonrpc2.ID `json:"id"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	c.mu.Lock()
-	cancel := c.inflight[p.ID]
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
-
-// Call sends a request and decodes its result into result (which may be a
-// *json.RawMessage). A JSON-RPC error comes back as *jsonrpc2.Error.
+// Call sends a request and decodes its result into result (nil: ignored;
+// a *json.RawMessage gets the bytes). A JSON-RPC error comes back as
+// *protocol.Error. When ctx ends first, the sidecar is sent $/cancelRequest.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return c.conn.Call(ctx, method, params, result)
+	raw, err := c.conn.Call(ctx, method, params)
+	if err != nil || result == nil {
+		return err
+	}
+	return json.Unmarshal(raw, result)
 }
 
 // Dispatch sends a request without waiting; the returned ID can be given to
 // Cancel and the Waiter waited on.
-func (c *Client) Dispatch(ctx context.Context, method string, params any) (jsonrpc2.ID, jsonrpc2.Waiter, error) {
-	// String ids of our own, so they never meet jsonrpc2's numeric ones.
-	id := jsonrpc2.ID{Str: "dispatch-" + strconv.FormatUint(c.nextID.Add(1), 10), IsString: true}
-	w, err := c.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
-	return id, w, err
+func (c *Client) Dispatch(ctx context.Context, method string, params any) (json.RawMessage, Waiter, error) {
+	p, err := c.conn.Dispatch(method, params)
+	if err != nil {
+		return nil, Waiter{}, err
+	}
+	return p.ID, Waiter{p}, nil
+}
+
+// Waiter waits for the answer of a request sent with Dispatch.
+type Waiter struct{ p *protocol.Pending }
+
+// Wait waits for the answer and decodes its result into result (as Call).
+// When ctx ends first, it returns ctx's error and the request stays in
+// flight at the sidecar.
+func (w Waiter) Wait(ctx context.Context, result any) error {
+	raw, err := w.p.Wait(ctx)
+	if err != nil || result == nil {
+		return err
+	}
+	return json.Unmarshal(raw, result)
 }
 
 // Cancel sends $/cancelRequest for id.
-func (c *Client) Cancel(ctx context.Context, id jsonrpc2.ID) error {
-	return c.conn.Notify(ctx, protocol.MethodCancelRequest, map[string]any{"id": id})
+func (c *Client) Cancel(ctx context.Context, id json.RawMessage) error {
+	return c.conn.Notify(protocol.MethodCancelRequest, protocol.CancelParams{ID: id})
 }
 
 // Notify sends a notification.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	return c.conn.Notify(ctx, method, params)
+	return c.conn.Notify(method, params)
 }
 
-// Close closes the connection (the sidecar sees EOF) and waits for request
-// handlers.
+// Close closes the connection (the sidecar sees EOF), ends the request
+// handlers' contexts and waits for them.
 func (c *Client) Close() error {
+	c.cancel()
 	err := c.conn.Close()
+	<-c.served
 	c.wg.Wait()
 	return err
 }
 
 // Done is closed when the connection ends.
-func (c *Client) Done() <-chan struct{} { return c.conn.DisconnectNotify() }
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }

@@ -14,17 +14,28 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
 )
 
 // CallDoc is the call command's help text.
-const CallDoc = `Usage: mcp-sidecar call SERVER TOOL [JSON-ARGS] [--sandbox-state FILE] [flags]
+const CallDoc = `Usage: mcp-sidecar call [SERVER] TOOL [ARGS...] [--sandbox-state FILE] [flags]
 
-Starts SERVER from your config files (as for doctor), calls its tool TOOL
-(the server's own name for it, not the qualified one) once through the
-sidecar, prints the result and stops the server. JSON-ARGS is the
-arguments object; "-" reads it from stdin; without it the tool gets {}.
+Starts the servers of your config (as for doctor; or one given with
+--command or --url), calls TOOL once through the sidecar, prints the result
+and stops the servers. TOOL is the server's own name for the tool, or the
+qualified name tools shows (mcp__SERVER__TOOL); SERVER may be left out when
+only one server has a tool of that name. A name that does not exist gets a
+suggestion.
+
+ARGS are the tool's arguments, either
+  key=value ...   each value typed by the tool's input schema: numbers,
+                  booleans, arrays and objects (as JSON) where the schema
+                  says so, strings otherwise (quote=needed is not)
+  '{"k": ...}'    one JSON object
+  -               one JSON object read from stdin
+Without ARGS the tool gets {}.
 
 The result is shown readably: text content as text, other content
 summarised, structuredContent as indented JSON, and isError said plainly.
@@ -39,10 +50,12 @@ codex/sandbox-state; the policy is sent as the bytes in FILE.
 
 Servers that ask the user (elicitation) or for roots are told the host
 handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
-error or an isError result, 2 for a bad command line.
+error or an isError result, 2 for a bad command line, 130 when interrupted.
 
 Examples:
-  mcp-sidecar call github search_issues '{"query":"is:open label:bug"}'
+  mcp-sidecar call github search_issues query="is:open label:bug" limit=5
+  mcp-sidecar call mcp__github__search_issues '{"query":"is:open"}'
+  mcp-sidecar call echo message=hi --command "npx -y @modelcontextprotocol/server-everything"
   mcp-sidecar call example sandbox_info --sandbox-state policy.json --launcher "$(command -v codex)"
   echo '{"text":"hi"}' | mcp-sidecar call example echo - --json
 `
@@ -55,11 +68,17 @@ type callReport struct {
 	SandboxCapability string          `json:"sandboxCapability"`
 }
 
+// isArgument reports whether a positional argument of call is a tool
+// argument rather than a server or tool name.
+func isArgument(s string) bool {
+	return s == "-" || strings.HasPrefix(strings.TrimSpace(s), "{") || strings.Contains(s, "=")
+}
+
 // Call runs the call command.
 func Call(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("call", CallDoc, env.Stderr)
-	var files stringList
-	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
+	fs := newFlagSet()
+	var src serverFlags
+	src.register(fs)
 	stateFile := fs.String("sandbox-state", "", "`FILE` holding the call's sandbox policy, one JSON value (\"-\": stdin)")
 	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
@@ -67,39 +86,54 @@ func Call(ctx context.Context, env Env, args []string) int {
 	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+	if code, done := parseFlags(env, "call", fs, args, 1, -1); done {
+		return code
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar call: "+format+"\n", a...)
-		fmt.Fprintln(env.Stderr, "Run 'mcp-sidecar call --help' for usage.")
-		return exitUsage
+		return usageError(env, "call", fmt.Errorf(format, a...))
 	}
-	if len(pos) < 2 || len(pos) > 3 {
-		return usage("want SERVER TOOL [JSON-ARGS], got %d arguments", len(pos))
+	var names, argWords []string
+	for _, p := range fs.Args() {
+		if len(argWords) == 0 && len(names) < 2 && !isArgument(p) {
+			names = append(names, p)
+		} else {
+			argWords = append(argWords, p)
+		}
 	}
-	server, tool := pos[0], pos[1]
-	stdinUsed := false
-	arguments := json.RawMessage(`{}`)
-	if len(pos) == 3 {
-		raw := []byte(pos[2])
-		if pos[2] == "-" {
+	if len(names) == 0 {
+		return usage("no TOOL given")
+	}
+	server, tool := "", names[len(names)-1]
+	if len(names) == 2 {
+		server = names[0]
+	}
+	jsonArgs, stdinUsed := json.RawMessage(nil), false
+	if len(argWords) == 1 && (argWords[0] == "-" || strings.HasPrefix(strings.TrimSpace(argWords[0]), "{")) {
+		raw := []byte(argWords[0])
+		if argWords[0] == "-" {
 			stdinUsed = true
+			var err error
 			if raw, err = readAll(env.Stdin, "stdin"); err != nil {
 				return usage("%v", err)
 			}
 		}
 		if !isObject(raw) {
-			return usage("JSON-ARGS must be one JSON object, like '{\"text\":\"hi\"}'")
+			return usage("the arguments must be one JSON object, like '{\"text\":\"hi\"}', or key=value pairs")
 		}
-		arguments = bytes.TrimSpace(raw)
+		jsonArgs = bytes.TrimSpace(raw)
+	} else {
+		for _, w := range argWords {
+			if !strings.Contains(w, "=") {
+				return usage("argument %q is not key=value (a JSON object must be the only argument)", w)
+			}
+		}
 	}
 	var state json.RawMessage
 	if *stateFile != "" {
 		if *stateFile == "-" && stdinUsed {
-			return usage("JSON-ARGS and --sandbox-state cannot both come from stdin")
+			return usage("the arguments and --sandbox-state cannot both come from stdin")
 		}
+		var err error
 		state, err = readFileOrStdin(*stateFile, env.Stdin)
 		if err != nil {
 			return usage("--sandbox-state: %v", err)
@@ -125,25 +159,59 @@ func Call(ctx context.Context, env Env, args []string) int {
 	}
 
 	stderr := &lockedWriter{w: env.Stderr}
-	l := loadConfig(env, files)
-	if l.servers[server] == nil {
-		for _, e := range l.invalid(server) {
-			fmt.Fprintln(stderr, "config error:", e.Error())
+	l, err := src.load(env)
+	if err != nil {
+		return usage("%v", err)
+	}
+	var only []string
+	if server != "" {
+		if l.servers[server] == nil {
+			for _, e := range l.invalid(server) {
+				fmt.Fprintln(stderr, "config error:", e.Error())
+			}
+			if len(l.invalid(server)) == 0 {
+				l.describeSources(stderr)
+				msg := fmt.Sprintf("no server %q in the config (servers: %s)", server, strings.Join(l.names, ", "))
+				if hint := suggest.Closest(server, l.names); hint != "" {
+					msg += fmt.Sprintf("; did you mean %q?", hint)
+				}
+				fmt.Fprintln(stderr, "mcp-sidecar call:", msg)
+			}
+			return exitFailure
 		}
-		if len(l.invalid(server)) == 0 {
-			l.describeSources(stderr)
-			fmt.Fprintf(stderr, "mcp-sidecar call: no server %q in the config (servers: %s)\n", server, strings.Join(l.names, ", "))
-		}
+		only = []string{server}
+	} else if len(l.servers) == 0 {
+		l.describeSources(stderr)
+		fmt.Fprintln(stderr, "mcp-sidecar call: no valid server in the config")
 		return exitFailure
 	}
-	cfg := l.servers[server]
 
-	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: []string{server}, logOut: stderr})
+	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr})
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar call:", err)
-		return exitFailure
+		return fail(ctx, stderr, "call", err)
 	}
 	defer sess.close(ctx)
+	list, err := sess.toolsList(ctx)
+	if err != nil {
+		return fail(ctx, stderr, "call", err)
+	}
+	target, problem := resolveTool(list, sess, server, tool)
+	if problem != "" {
+		if interrupted(ctx) {
+			return exitInterrupted
+		}
+		fmt.Fprintln(stderr, "mcp-sidecar call:", problem)
+		return exitFailure
+	}
+	server, tool = target.Server, target.Tool.Tool
+	cfg := l.servers[server]
+	arguments := jsonArgs
+	if arguments == nil {
+		if arguments, err = typedArguments(argWords, target.InputSchema); err != nil {
+			fmt.Fprintf(stderr, "mcp-sidecar call: %v\n", err)
+			return exitUsage
+		}
+	}
 	if *showProgress {
 		sess.h.onNotification(func(n hostclient.Notification) {
 			if n.Method != protocol.NotifyProgress {
@@ -171,8 +239,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	// What the server received, recomputed from the same inputs.
 	st, err := sess.status(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar call:", err)
-		return exitFailure
+		return fail(ctx, stderr, "call", err)
 	}
 	var capability sandbox.Capability
 	for _, s := range st.Servers {
@@ -193,8 +260,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	})
 
 	if callErr != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar call:", describeRPCError(callErr))
-		return exitFailure
+		return fail(ctx, stderr, "call", describeRPCError(callErr))
 	}
 	var res struct {
 		Content    []json.RawMessage `json:"content"`

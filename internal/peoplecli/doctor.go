@@ -2,7 +2,7 @@ package peoplecli
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
 	"io"
 	"strconv"
@@ -15,14 +15,26 @@ import (
 )
 
 // DoctorDoc is doctor's help text.
-const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--launcher PATH] [--json]
+const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--command CMD | --url URL] [--launcher PATH] [--strict] [--json]
 
 Checks the MCP servers a harness would get from your config files, the way
-the sidecar runs them. It reads the files (by default ~/.codex/config.toml,
-or $CODEX_HOME/config.toml, then ./.mcp.json and ./.vscode/mcp.json, each
-if present) and says which it read, reports every config error with its
-file, server and key, starts every enabled server at once (a live display on
-a terminal, plain lines otherwise, both on stderr) and prints a table:
+the sidecar runs them. Without --config it finds the files of the tools you
+use, as each tool does, and reads them in this order (a later definition of
+a server wins):
+
+  user scope     $CODEX_HOME/config.toml (or ~/.codex/config.toml),
+                 ~/.claude.json (Claude Code), ~/.cursor/mcp.json,
+                 VS Code's user mcp.json
+  project scope  .codex/config.toml, .mcp.json (Claude Code),
+                 .cursor/mcp.json and .vscode/mcp.json, in every directory
+                 from the repository root down to the current one
+  local scope    Claude Code's servers for this project in ~/.claude.json
+
+It says which files it read, which servers each defined and which
+definitions a later file replaced; reports every config error with its
+file, server and key (and every ignored key); starts every enabled server
+at once (a live display on a terminal, plain lines otherwise, both on
+stderr) and prints a table:
 
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
@@ -30,19 +42,26 @@ a terminal, plain lines otherwise, both on stderr) and prints a table:
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
   BYTES       the JSON of those tools as tools/list gives them to a harness
-  ~TOKENS     BYTES/4, a rough estimate of what the catalog costs a model
+  ~TOKENS     the sidecar's estimate of the tokens those definitions cost a
+              model each turn (as servers/status gives it; within a few
+              percent of OpenAI's tokenizers on real catalogs)
   SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
   LAST STDERR the server's last stderr line, for a server that failed
 
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
-Exit status: 0 when the config is valid and every required server started,
-1 otherwise, 2 for a bad command line.
+A server that prints lines that are not JSON-RPC on stdout works, with a
+warning. Exit status: 0 when the config is valid and every required server
+started (with --strict: every enabled server), 1 otherwise, 2 for a bad
+command line, 130 when interrupted.
 
 Examples:
   mcp-sidecar doctor
+  mcp-sidecar doctor --strict          # in CI: fail on any server that does not start
   mcp-sidecar doctor --config ~/.codex/config.toml --config .mcp.json
+  mcp-sidecar doctor --command "npx -y @modelcontextprotocol/server-everything"
+  mcp-sidecar doctor --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
   mcp-sidecar doctor --launcher "$(command -v codex)"
   mcp-sidecar doctor --json | jq '.servers[] | select(.status != "ready")'
 `
@@ -52,59 +71,82 @@ type doctorReport struct {
 	Files        []string                `json:"files"`
 	LookedFor    []string                `json:"lookedFor,omitempty"`
 	ConfigErrors []configError           `json:"configErrors"`
-	Notes        []string                `json:"notes,omitempty"`
+	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
 	Servers      []doctorServer          `json:"servers"`
-	OK           bool                    `json:"ok"`
+	// TokensEstimate is the estimate of the whole catalog.
+	TokensEstimate int  `json:"catalogTokensEstimate"`
+	OK             bool `json:"ok"`
 }
 
 type configError struct {
 	File    string `json:"file,omitempty"`
 	Server  string `json:"server,omitempty"`
 	Key     string `json:"key,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 }
 
+func configErrorOf(e *config.Error) configError {
+	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
+}
+
 type doctorServer struct {
-	Name            string `json:"name"`
-	Source          string `json:"source,omitempty"`
-	Transport       string `json:"transport,omitempty"`
-	Required        bool   `json:"required"`
-	Status          string `json:"status"`
-	StartupMs       *int64 `json:"startupMs,omitempty"`
-	Tools           *int   `json:"tools,omitempty"`
-	CatalogBytes    *int   `json:"catalogBytes,omitempty"`
-	TokensEstimate  *int   `json:"catalogTokensEstimate,omitempty"`
-	Sandbox         string `json:"sandbox,omitempty"` // advertised capability names, comma-separated, or "none"
-	LauncherOK      bool   `json:"launcherEligible"`
-	LauncherWhy     string `json:"launcherReason,omitempty"`
-	ProtocolVersion string `json:"protocolVersion,omitempty"`
-	Error           string `json:"error,omitempty"`
-	LastStderr      string `json:"lastStderr,omitempty"`
+	Name   string `json:"name"`
+	Source string `json:"source,omitempty"`
+	// ConfigErrors are the errors of an invalid server's definition.
+	ConfigErrors []configError `json:"configErrors,omitempty"`
+	// SkippedStdoutLines counts the lines that were not JSON-RPC on the
+	// server's stdout (it works, with a warning); FirstSkippedStdoutLine
+	// is the first.
+	SkippedStdoutLines     int    `json:"skippedStdoutLines,omitempty"`
+	FirstSkippedStdoutLine string `json:"firstSkippedStdoutLine,omitempty"`
+	Transport              string `json:"transport,omitempty"`
+	Required               bool   `json:"required"`
+	Status                 string `json:"status"`
+	StartupMs              *int64 `json:"startupMs,omitempty"`
+	Tools                  *int   `json:"tools,omitempty"`
+	CatalogBytes           *int   `json:"catalogBytes,omitempty"`
+	TokensEstimate         *int   `json:"catalogTokensEstimate,omitempty"`
+	Sandbox                string `json:"sandbox,omitempty"` // advertised capability names, comma-separated, or "none"
+	LauncherOK             bool   `json:"launcherEligible"`
+	LauncherWhy            string `json:"launcherReason,omitempty"`
+	ProtocolVersion        string `json:"protocolVersion,omitempty"`
+	Error                  string `json:"error,omitempty"`
+	LastStderr             string `json:"lastStderr,omitempty"`
 }
 
 // Doctor runs the doctor command.
 func Doctor(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("doctor", DoctorDoc, env.Stderr)
-	var files stringList
-	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable; later files override earlier ones)")
+	fs := newFlagSet()
+	var src serverFlags
+	src.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON document on stdout and no live display")
+	strict := fs.Bool("strict", false, "exit 1 when any enabled server fails to start, not only a required one (for CI)")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable) to probe and judge per server")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+	if code, done := parseFlags(env, "doctor", fs, args, 0, 0); done {
+		return code
 	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar doctor: unexpected argument %q (config files go with --config)\n", pos[0])
-		return exitUsage
+	l, err := src.load(env)
+	if err != nil {
+		return usageError(env, "doctor", err)
 	}
 	stderr := &lockedWriter{w: env.Stderr}
 
-	l := loadConfig(env, files)
-	rep := doctorReport{Files: nonNil(l.files), LookedFor: l.looked, ConfigErrors: []configError{}, Notes: l.notes, Servers: []doctorServer{}}
-	for _, e := range l.problems {
-		rep.ConfigErrors = append(rep.ConfigErrors, configError{File: e.File, Server: e.Server, Key: e.Key, Message: e.Message})
+	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	for _, src := range l.sources {
+		rep.Files = append(rep.Files, src.Path)
+	}
+	for _, src := range l.looked {
+		rep.LookedFor = append(rep.LookedFor, src.Describe())
+	}
+	for _, e := range l.problems() {
+		rep.ConfigErrors = append(rep.ConfigErrors, configErrorOf(e))
+	}
+	for _, e := range l.warnings() {
+		rep.Warnings = append(rep.Warnings, configErrorOf(e))
 	}
 	if !*asJSON {
 		l.describeSources(env.Stdout)
@@ -120,8 +162,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	if len(l.servers) > 0 {
 		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr})
 		if err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
-			return exitFailure
+			return fail(ctx, stderr, "doctor", err)
 		}
 		defer sess.close(ctx)
 	}
@@ -130,38 +171,43 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	}
 
 	statuses := map[string]protocol.ServerStatus{}
-	byServer := map[string][]protocol.Tool{}
+	byServer := map[string][]listedTool{}
 	if sess != nil {
 		rep.Launcher = sess.init.Launcher
 		list, err := sess.toolsList(ctx)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
-			return exitFailure
+			return fail(ctx, stderr, "doctor", err)
 		}
 		for _, t := range list.Tools {
 			byServer[t.Server] = append(byServer[t.Server], t)
 		}
 		st, err := sess.status(ctx)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
-			return exitFailure
+			return fail(ctx, stderr, "doctor", err)
 		}
 		for _, s := range st.Servers {
 			statuses[s.Name] = s
 		}
+		rep.TokensEstimate = st.Tokens
 	}
 
-	rep.OK = len(l.problems) == 0 && (len(l.files) > 0 || len(files) > 0)
+	rep.OK = len(l.problems()) == 0 && l.found()
 	for _, name := range l.names {
 		ds := doctorServer{Name: name}
+		if c := l.cfg.Servers[name]; c != nil {
+			ds.Source = c.Origin.Describe()
+		}
 		cfg := l.servers[name]
 		if cfg == nil {
-			ds.Status = "invalid"
+			ds.Status = protocol.StateInvalid
+			for _, e := range l.invalid(name) {
+				ds.ConfigErrors = append(ds.ConfigErrors, configErrorOf(e))
+			}
 			ds.Error = l.invalid(name)[0].Error()
 			rep.Servers = append(rep.Servers, ds)
 			continue
 		}
-		ds.Source, ds.Transport, ds.Required = cfg.Source, cfg.Transport(), cfg.Required
+		ds.Transport, ds.Required = cfg.Transport(), cfg.Required
 		st, known := statuses[name]
 		run := sess.run(name)
 		switch {
@@ -181,10 +227,10 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		if running(st) {
 			tools := byServer[name]
 			n, size := len(tools), catalogBytes(tools)
-			tok := size / 4
-			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, &tok
+			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, st.Tokens
 			ds.Sandbox = describeCapability(capabilityOf(st))
 			ds.ProtocolVersion = st.ProtocolVersion
+			ds.SkippedStdoutLines, ds.FirstSkippedStdoutLine = st.SkippedStdoutLines, st.FirstSkippedStdoutLine
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
 		if ds.Status == protocol.StatusFailed || ds.Status == protocol.StatusCancelled {
@@ -193,17 +239,19 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 				ds.Error = st.LastError
 			}
 			ds.LastStderr = lastStderrLine(ds.Error, run.lastStderr)
-			if cfg.Required {
+			if cfg.Required || *strict {
 				rep.OK = false
 			}
 		}
 		rep.Servers = append(rep.Servers, ds)
 	}
 
+	if interrupted(ctx) {
+		return exitInterrupted
+	}
 	if *asJSON {
 		if err := writeJSON(env.Stdout, rep); err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar doctor:", err)
-			return exitFailure
+			return fail(ctx, stderr, "doctor", err)
 		}
 	} else {
 		printDoctorTable(env.Stdout, rep)
@@ -215,14 +263,17 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 }
 
 func printProblems(w io.Writer, l *loaded) {
-	if len(l.problems) > 0 {
-		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(l.problems))
-		for _, e := range l.problems {
+	if ps := l.problems(); len(ps) > 0 {
+		fmt.Fprintf(w, "\nConfig errors (%d):\n", len(ps))
+		for _, e := range ps {
 			fmt.Fprintln(w, "  "+e.Error())
 		}
 	}
-	for _, n := range l.notes {
-		fmt.Fprintln(w, "note: "+n)
+	if ws := l.warnings(); len(ws) > 0 {
+		fmt.Fprintf(w, "\nConfig warnings (%d):\n", len(ws))
+		for _, e := range ws {
+			fmt.Fprintln(w, "  "+e.Error())
+		}
 	}
 	fmt.Fprintln(w)
 }
@@ -253,12 +304,16 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 		if s.LauncherOK {
 			launcher = "yes"
 		}
+		status := s.Status
+		if s.SkippedStdoutLines > 0 {
+			status += " (warning)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			name, orDash(s.Transport), s.Status, startup, dash(s.Tools), dash(s.CatalogBytes), dash(s.TokensEstimate),
+			name, orDash(s.Transport), status, startup, dash(s.Tools), dash(s.CatalogBytes), dash(s.TokensEstimate),
 			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n* required. ~TOKENS is BYTES/4, a rough estimate.")
+	fmt.Fprintf(w, "\n* required. ~TOKENS is the sidecar's estimate: %d for the whole catalog.\n", rep.TokensEstimate)
 	fmt.Fprintf(w, "Launcher: %s", rep.Launcher.Status)
 	if rep.Launcher.Reason == noCandidate {
 		fmt.Fprint(w, " (none given; try --launcher PATH)")
@@ -277,6 +332,19 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 		fmt.Fprintln(w, "\nProblems:")
 		for _, s := range failed {
 			printFailure(w, s)
+		}
+	}
+	var warned []doctorServer
+	for _, s := range rep.Servers {
+		if s.SkippedStdoutLines > 0 {
+			warned = append(warned, s)
+		}
+	}
+	if len(warned) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, s := range warned {
+			fmt.Fprintf(w, "  %s: works, but printed %d lines on stdout that are not JSON-RPC (skipped); the first:\n    %s\n", s.Name, s.SkippedStdoutLines, s.FirstSkippedStdoutLine)
+			fmt.Fprintln(w, "    A server must print only JSON-RPC on stdout; logs belong on stderr.")
 		}
 	}
 	// Without a verified launcher the line above says it all.
@@ -329,16 +397,16 @@ func describeCapability(c sandbox.Capability) string {
 }
 
 // catalogBytes is the size of the tools' JSON as a harness receives them
-// in tools/list.
-func catalogBytes(tools []protocol.Tool) int {
+// in tools/list: their bytes as sent, in a JSON array.
+func catalogBytes(tools []listedTool) int {
 	if len(tools) == 0 {
 		return 0
 	}
-	b, err := json.Marshal(tools)
-	if err != nil {
-		return 0
+	n := 1 + len(tools) // brackets and commas
+	for _, t := range tools {
+		n += len(t.Raw)
 	}
-	return len(b)
+	return n
 }
 
 func nonNil(s []string) []string {

@@ -2,14 +2,11 @@ package peoplecli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -21,6 +18,8 @@ import (
 type host struct {
 	client    *hostclient.Client
 	serveDone chan struct{}
+	// log prints the sidecar's warnings for people.
+	log *peopleLog
 
 	mu       sync.Mutex
 	handlers []func(hostclient.Notification)
@@ -31,13 +30,13 @@ type host struct {
 func startHost(ctx context.Context, env Env, logOut io.Writer) *host {
 	hostR, sidecarW := io.Pipe() // sidecar -> host
 	sidecarR, hostW := io.Pipe() // host -> sidecar
-	h := &host{serveDone: make(chan struct{})}
+	h := &host{serveDone: make(chan struct{}), log: newPeopleLog(logOut)}
 	go func() {
 		defer close(h.serveDone)
 		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{
 			Version: env.Version,
 			Env:     env.LookupEnv,
-			Logger:  slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Logger:  slog.New(h.log),
 		})
 		// Serve closed its stream (and so both pipe ends it holds); this
 		// is for the host's reader should that ever change.
@@ -92,20 +91,19 @@ func (h *host) close(ctx context.Context) {
 	h.client.Close()
 }
 
-// describeRPCError keeps the sidecar's message, which is written for people,
-// and drops jsonrpc2's "jsonrpc2: code N message:" framing.
+// describeRPCError keeps the sidecar's message, which is written for
+// people, and adds its code.
 func describeRPCError(err error) error {
-	var je *jsonrpc2.Error
-	if !errors.As(err, &je) {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
 		return err
 	}
-	return &rpcError{code: je.Code, msg: je.Message, data: je.Data}
+	return &rpcError{code: pe.Code, msg: pe.Message}
 }
 
 type rpcError struct {
 	code int64
 	msg  string
-	data *json.RawMessage
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.msg, e.code) }

@@ -1,17 +1,16 @@
-// Package peoplecli holds the sidecar's commands for people: doctor, tools,
-// call and probe-launcher. Each drives an in-process sidecar through the
-// host protocol (sidecar.Serve over pipes, spoken to by hostclient), so what
-// a person sees is what a harness gets: the same config loading, startup,
-// catalog, calls and sandbox metadata, with no second implementation.
+// Package peoplecli is the binary's command line: its command table (serve,
+// what harnesses spawn, and the commands for people: doctor, tools, call,
+// resources, prompts, probe-launcher, demo). The commands for people drive
+// an in-process sidecar through the host protocol (sidecar.Serve over
+// pipes, spoken to by hostclient), so what a person sees is what a harness
+// gets: the same config loading, startup, catalog, calls and sandbox
+// metadata, with no second implementation.
 package peoplecli
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"sync"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -40,67 +39,6 @@ func (e Env) lookup(key string) (string, bool) {
 	return e.LookupEnv(key)
 }
 
-// Exit statuses shared by the commands.
-const (
-	exitOK      = 0
-	exitFailure = 1 // the thing checked is broken: bad config, failed required server, failed call
-	exitUsage   = 2 // the command line is wrong
-)
-
-func newFlagSet(name, doc string, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprint(out, doc)
-		fmt.Fprintln(out, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseArgs parses flags wherever they stand among the positional
-// arguments ("call srv tool --sandbox-state f.json" reads as people write
-// it); "--" ends the flags. It returns the positional arguments.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		// flag stops at the first non-flag or after "--"; tell them apart
-		// by what was consumed.
-		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(v string) error {
-	if v == "" {
-		return errors.New("empty value")
-	}
-	*l = append(*l, v)
-	return nil
-}
-
 // lockedWriter serialises writes from the sidecar's logger, the host
 // client's notification loop and the command itself.
 type lockedWriter struct {
@@ -114,26 +52,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// IsTerminal reports whether w is a character device that is not
-// /dev/null, and TERM is not "dumb": where rewriting lines in place shows a
-// live display rather than garbage.
-func IsTerminal(w io.Writer, lookup config.Lookup) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// fail reports err of a command for people and returns its exit status;
+// after an interrupt it says nothing (the person pressed Ctrl-C) and the
+// status is 130.
+func fail(ctx context.Context, w io.Writer, cmd string, err error) int {
+	if interrupted(ctx) {
+		return exitInterrupted
 	}
-	if lookup != nil {
-		if t, _ := lookup("TERM"); t == "dumb" {
-			return false
-		}
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	// /dev/null is a character device too.
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
-		return false
-	}
-	return true
+	fmt.Fprintf(w, "mcp-sidecar %s: %v\n", cmd, err)
+	return exitFailure
 }

@@ -2,47 +2,49 @@ package peoplecli
 
 import (
 	"bytes"
-	"flag"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-func TestParseArgs(t *testing.T) {
+func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		pos     []string
 		json    bool
 		configs []string
 	}{
-		{nil, nil, false, nil},
+		{nil, []string{}, false, nil},
 		{[]string{"srv", "tool"}, []string{"srv", "tool"}, false, nil},
 		{[]string{"srv", "--json", "tool", `{"a":1}`}, []string{"srv", "tool", `{"a":1}`}, true, nil},
-		{[]string{"--config", "a", "srv", "--config", "b"}, []string{"srv"}, false, []string{"a", "b"}},
+		{[]string{"--config", "a", "srv", "--config=b"}, []string{"srv"}, false, []string{"a", "b"}},
 		{[]string{"srv", "-", "--json"}, []string{"srv", "-"}, true, nil},
 		{[]string{"srv", "--", "--json"}, []string{"srv", "--json"}, false, nil},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
+		fs := newFlagSet()
 		asJSON := fs.Bool("json", false, "")
-		var configs stringList
-		fs.Var(&configs, "config", "")
-		pos, err := parseArgs(fs, tc.args)
-		if err != nil {
-			t.Errorf("%q: %v", tc.args, err)
+		configs := fs.StringArray("config", nil, "")
+		var out bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &out}
+		if code, done := parseFlags(env, "call", fs, tc.args, 0, -1); done {
+			t.Errorf("%q: exit %d: %s", tc.args, code, out.String())
 			continue
 		}
-		if !cmp.Equal(pos, tc.pos) || *asJSON != tc.json || !cmp.Equal([]string(configs), tc.configs) {
-			t.Errorf("%q: positional %q, json %v, configs %q; want %q, %v, %q", tc.args, pos, *asJSON, configs, tc.pos, tc.json, tc.configs)
+		if !cmp.Equal(fs.Args(), tc.pos) || *asJSON != tc.json || !cmp.Equal(*configs, tc.configs, cmpopts.EquateEmpty()) {
+			t.Errorf("%q: positional %q, json %v, configs %q; want %q, %v, %q", tc.args, fs.Args(), *asJSON, *configs, tc.pos, tc.json, tc.configs)
 		}
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if _, err := parseArgs(fs, []string{"srv", "--nope"}); err == nil {
-		t.Error("an unknown flag after a positional argument was accepted")
+	var out bytes.Buffer
+	code, done := parseFlags(Env{Stdout: &out, Stderr: &out}, "call", newFlagSet(), []string{"srv", "--nope"}, 0, -1)
+	if !done || code != exitUsage {
+		t.Errorf("an unknown flag after a positional argument: exit %d, done %v", code, done)
+	}
+	want := "mcp-sidecar call: unknown flag: --nope\nUsage: mcp-sidecar call [SERVER] TOOL [ARGS...] [flags] (see 'mcp-sidecar help call')\n"
+	if out.String() != want {
+		t.Errorf("unknown flag: got %q, want %q", out.String(), want)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // ProbeDoc is probe-launcher's help text.
-const ProbeDoc = `Usage: mcp-sidecar probe-launcher [--json] PATH
+const ProbeDoc = `Usage: mcp-sidecar probe-launcher PATH [--json]
 
 Runs the sidecar's launcher probe on PATH, a candidate sandbox launcher (the
 Codex executable a harness passes as initialize.launcher.codexExecutable),
@@ -18,7 +18,9 @@ and explains the verdict. The sidecar sends codex/sandbox-launcher to a
 server only when its candidate passed these checks, in order:
 
   1. PATH is absolute and valid UTF-8 (the sidecar never searches PATH)
-  2. it is a regular executable file, not writable by group or others
+  2. it resolves (symlinks followed) to a regular executable file, not
+     writable by group or others, in a directory not writable by group or
+     others
   3. "PATH sandbox --help", run with no stdin, a minimal environment and a
      5 s limit, exits 0 and mentions --sandbox-state-json
 
@@ -32,7 +34,7 @@ Examples:
 // The probe's checks, as ProbeDoc lists them.
 var probeChecks = []string{
 	"absolute path, valid UTF-8",
-	"regular executable file, not writable by group or others",
+	"resolves to a regular executable file, not writable by group or others, in a directory not writable by group or others",
 	"`sandbox --help` exits 0 within the limit and mentions --sandbox-state-json",
 }
 
@@ -48,17 +50,12 @@ type probeReport struct {
 
 // ProbeLauncher runs the probe-launcher command.
 func ProbeLauncher(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("probe-launcher", ProbeDoc, env.Stderr)
+	fs := newFlagSet()
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+	if code, done := parseFlags(env, "probe-launcher", fs, args, 1, 1); done {
+		return code
 	}
-	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar probe-launcher: want one PATH, got %d arguments\nRun 'mcp-sidecar probe-launcher --help' for usage.\n", len(pos))
-		return exitUsage
-	}
-	path := pos[0]
+	path := fs.Arg(0)
 	res := launcherprobe.New().Probe(ctx, path)
 	rep := probeReport{Path: path, Status: string(res.Status), Reason: res.Reason}
 	if !res.Verified() {
@@ -122,6 +119,10 @@ func explainProbe(path, reason string) (int, string) {
 		return 2, "The file has no execute permission: chmod +x " + path
 	case reason == "writable by group or others":
 		return 2, "Anyone who can rewrite the launcher could run code with the sandbox's authority: chmod go-w " + path
+	case strings.HasPrefix(reason, "its directory "):
+		return 2, "Anyone who can write the launcher's directory could swap the file between the check and its use: chmod go-w the directory, or install the launcher elsewhere."
+	case strings.HasPrefix(reason, "not supported on "):
+		return 2, "The sidecar never advertises a launcher on this system."
 	case strings.HasPrefix(reason, "cannot "):
 		return 2, "The sidecar cannot inspect the file; check its permissions and those of its directories."
 	case strings.HasPrefix(reason, "timed out"):

@@ -3,6 +3,7 @@ package peoplecli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -87,6 +88,11 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	complete := make(chan struct{})
 	var completeOnce sync.Once
 	s.h = startHost(ctx, env, opts.logOut)
+	if _, live := opts.progress.(*ttyProgress); live {
+		// Lines printed now would break the live display: they follow it.
+		s.h.log.hold()
+		defer s.h.log.release()
+	}
 	s.h.onNotification(func(n hostclient.Notification) {
 		switch n.Method {
 		case protocol.NotifyStartupStatus:
@@ -172,15 +178,43 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	if opts.progress != nil {
 		opts.progress.finish()
 	}
+	s.h.log.release()
 	return s, nil
 }
 
 func (s *session) close(ctx context.Context) { s.h.close(ctx) }
 
-func (s *session) toolsList(ctx context.Context) (protocol.ToolsListResult, error) {
-	var res protocol.ToolsListResult
-	err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res)
-	return res, err
+// listedTool is a tool of tools/list: the object as a harness receives it
+// (Raw: every member, execution and later ones included) and its decoded
+// common members.
+type listedTool struct {
+	protocol.Tool
+	Raw json.RawMessage
+}
+
+// toolsListing is tools/list's result with each tool kept whole.
+type toolsListing struct {
+	Tools   []listedTool
+	Servers []protocol.ServerCatalog
+}
+
+func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
+	var res struct {
+		Tools   []json.RawMessage        `json:"tools"`
+		Servers []protocol.ServerCatalog `json:"servers"`
+	}
+	if err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res); err != nil {
+		return toolsListing{}, err
+	}
+	out := toolsListing{Servers: res.Servers, Tools: make([]listedTool, 0, len(res.Tools))}
+	for _, raw := range res.Tools {
+		var t protocol.Tool
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return toolsListing{}, fmt.Errorf("tools/list: a tool is not an object: %w", err)
+		}
+		out.Tools = append(out.Tools, listedTool{Tool: t, Raw: raw})
+	}
+	return out, nil
 }
 
 func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, error) {

@@ -2,13 +2,14 @@ package peoplecli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
+	"net/url"
 	"path/filepath"
-	"slices"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -16,114 +17,285 @@ import (
 
 // loaded is the user's configuration as the commands see it.
 type loaded struct {
-	// files were read (or, for --config, asked for), in order.
-	files []string
-	// looked are the default locations, when no --config was given.
-	looked   []string
-	servers  map[string]*config.ServerConfig // the valid ones
-	names    []string                        // every server name, valid or not, sorted
-	problems config.Errors
-	notes    []string
+	// given are the --config files; nil when the files were discovered
+	// or the server was given on the command line.
+	given []string
+	// inline is the server given with --command or --url.
+	inline json.RawMessage
+	// sources were read, in order; looked are the places discovery
+	// considered (when neither --config nor a server was given).
+	sources []config.Source
+	looked  []config.Source
+	cfg     *config.Loaded
+	servers map[string]*config.ServerConfig // the valid ones
+	names   []string                        // every server name, valid or not, sorted
+	cwd     string
 }
 
-// invalid reports the errors of server name.
+// invalid reports the errors of server name's definition.
 func (l *loaded) invalid(name string) []*config.Error {
-	var out []*config.Error
-	for _, e := range l.problems {
-		if e.Server == name {
-			out = append(out, e)
-		}
+	if c := l.cfg.Servers[name]; c != nil {
+		return c.Problems
 	}
-	return out
+	return nil
 }
 
-// loadConfig reads the --config files, or the default ones that exist, with
-// the same loader the sidecar's initialize uses.
-func loadConfig(env Env, files []string) *loaded {
-	l := &loaded{files: files}
-	if len(files) == 0 {
-		l.looked = defaultCandidates(env)
-		l.files = config.DefaultFiles(env.Home, env.Cwd, env.lookup)
+// problems are the configuration's errors; warnings its ignored keys.
+func (l *loaded) problems() config.Errors { return l.cfg.Errors }
+func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
+
+// serverFlags say which servers a command for people uses: the config
+// files (--config), or one server given on the command line (--command or
+// --url, with --header and --name), else the files discovery finds.
+type serverFlags struct {
+	config  []string
+	command string
+	url     string
+	headers []string
+	name    string
+}
+
+func (f *serverFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
+	fs.StringVar(&f.command, "command", "", "try a stdio server without a config: `\"CMD ARGS...\"`, e.g. \"npx -y @modelcontextprotocol/server-everything\"")
+	fs.StringVar(&f.url, "url", "", "try a Streamable HTTP server without a config: its `URL`")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
+	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
+}
+
+// load reads the configuration the flags name.
+func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.command == "" && f.url == "" {
+		if len(f.headers) > 0 || f.name != "" {
+			return nil, fmt.Errorf("--header and --name go with --command or --url")
+		}
+		return loadConfig(env, f.config), nil
 	}
-	servers, notes, err := config.Load(l.files, nil, env.lookup)
-	l.servers, l.notes = servers, notes
-	var errs config.Errors
-	if errors.As(err, &errs) {
-		l.problems = errs
-	} else if err != nil {
-		l.problems = config.Errors{{Message: err.Error()}}
+	if f.command != "" && f.url != "" {
+		return nil, fmt.Errorf("give --command or --url, not both")
 	}
-	seen := map[string]bool{}
-	for name := range servers {
-		seen[name] = true
+	if len(f.config) > 0 {
+		return nil, fmt.Errorf("--config and --command/--url cannot be combined")
 	}
-	for _, e := range l.problems {
-		if e.Server != "" {
-			seen[e.Server] = true
+	entry := map[string]any{}
+	name := f.name
+	if f.command != "" {
+		words, err := splitWords(f.command)
+		if err != nil || len(words) == 0 {
+			return nil, fmt.Errorf("--command: %s", orText(err, "empty command"))
+		}
+		entry["command"], entry["args"] = words[0], words[1:]
+		if name == "" {
+			name = nameFromCommand(words)
+		}
+	} else {
+		entry["url"] = f.url
+		if len(f.headers) > 0 {
+			h := map[string]string{}
+			for _, kv := range f.headers {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return nil, fmt.Errorf("--header %q: want \"NAME: VALUE\"", strings.SplitN(kv, ":", 2)[0])
+				}
+				h[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			entry["http_headers"] = h
+		}
+		if name == "" {
+			name = nameFromURL(f.url)
 		}
 	}
-	for name := range seen {
-		l.names = append(l.names, name)
+	if len(f.headers) > 0 && f.url == "" {
+		return nil, fmt.Errorf("--header goes with --url")
 	}
-	slices.Sort(l.names)
+	inline, err := json.Marshal(map[string]any{name: entry})
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{inline: inline, cwd: env.Cwd}
+	l.cfg = config.Load(nil, inline, env.lookup)
+	l.servers = l.cfg.Valid()
+	l.names = l.cfg.Names()
+	return l, nil
+}
+
+func orText(err error, text string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return text
+}
+
+// splitWords splits a command line as a shell would for plain words,
+// single and double quotes and backslashes; nothing is expanded.
+func splitWords(s string) ([]string, error) {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside a word
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case quote == '"':
+			switch {
+			case r == '"':
+				quote = 0
+			case r == '\\' && i+1 < len(rs) && strings.ContainsRune(`"\$`+"`", rs[i+1]):
+				i++
+				cur.WriteRune(rs[i])
+			default:
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == '\\' && i+1 < len(rs):
+			i++
+			cur.WriteRune(rs[i])
+			in = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// nameFromCommand names a server given by --command: its package or
+// script (the last word that is not a flag), without a version.
+func nameFromCommand(words []string) string {
+	name := words[0]
+	for _, w := range words[1:] {
+		if !strings.HasPrefix(w, "-") {
+			name = w
+		}
+	}
+	name = filepath.Base(name)
+	if i := strings.LastIndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	return serverName(name, "server")
+}
+
+// nameFromURL names a server given by --url after its host.
+func nameFromURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "server"
+	}
+	host := u.Hostname()
+	if parts := strings.Split(host, "."); len(parts) > 2 && parts[0] == "mcp" {
+		host = parts[1]
+	} else {
+		host = parts[0]
+	}
+	return serverName(host, "server")
+}
+
+// serverName makes s a valid server name (letters, digits, '_', '-').
+func serverName(s, fallback string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '_', r == '-', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if strings.Trim(b.String(), "_") == "" {
+		return fallback
+	}
+	return b.String()
+}
+
+// loadConfig reads the --config files, or the files discovery finds, with
+// the loader the sidecar's initialize uses.
+func loadConfig(env Env, files []string) *loaded {
+	l := &loaded{given: files, cwd: env.Cwd}
+	if len(files) > 0 {
+		l.sources = config.FileSources(files)
+	} else {
+		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup})
+	}
+	l.cfg = config.Load(l.sources, nil, env.lookup)
+	l.servers = l.cfg.Valid()
+	l.names = l.cfg.Names()
 	return l
 }
 
-// defaultCandidates are the paths config.DefaultFiles considers, for saying
-// where the commands looked.
-func defaultCandidates(env Env) []string {
-	var out []string
-	if ch, ok := env.lookup("CODEX_HOME"); ok && ch != "" {
-		out = append(out, filepath.Join(ch, "config.toml"))
-	} else if env.Home != "" {
-		out = append(out, filepath.Join(env.Home, ".codex", "config.toml"))
-	}
-	if env.Cwd != "" {
-		out = append(out, filepath.Join(env.Cwd, ".mcp.json"), filepath.Join(env.Cwd, ".vscode", "mcp.json"))
-	}
-	return out
-}
+// found reports whether there was any config to read.
+func (l *loaded) found() bool { return len(l.sources) > 0 || l.inline != nil }
 
-// describeSources says which files were read, for people.
+// describeSources says which files were read and what each defined, for
+// people.
 func (l *loaded) describeSources(w io.Writer) {
 	switch {
-	case len(l.files) > 0:
-		fmt.Fprintln(w, "Config files read:")
-		for _, f := range l.files {
-			if _, err := os.Stat(f); err != nil {
-				fmt.Fprintf(w, "  %s (cannot be read)\n", f)
-				continue
+	case l.inline != nil:
+		fmt.Fprintf(w, "Server given on the command line: %s\n", strings.Join(l.names, ", "))
+	case len(l.sources) > 0:
+		fmt.Fprintln(w, "Config files read (later ones win):")
+		for _, r := range l.cfg.Sources {
+			line := "  " + r.Describe()
+			switch {
+			case r.Err != nil:
+				line += ": cannot be used (below)"
+			case len(r.Servers) > 0:
+				line += ": " + strings.Join(r.Servers, ", ")
+			default:
+				line += ": no servers"
 			}
-			fmt.Fprintln(w, "  "+f)
+			fmt.Fprintln(w, line)
+		}
+		for _, rp := range l.cfg.Replaced {
+			fmt.Fprintf(w, "  %s: %s replaces %s\n", rp.Server, rp.By.Describe(), rp.Over.Describe())
 		}
 	case len(l.looked) > 0:
 		fmt.Fprintln(w, "No config file found. Looked for:")
 		for _, f := range l.looked {
-			fmt.Fprintln(w, "  "+f)
+			fmt.Fprintln(w, "  "+f.Describe())
 		}
 	default:
 		fmt.Fprintln(w, "No config file given.")
 	}
 }
 
-// initializeParams are the params of the in-process initialize. With a
-// valid configuration the files go as configFiles, as a harness sends them.
-// With errors the sidecar would refuse them all, so the valid servers go
-// inline instead: a person still sees how the rest of their setup behaves.
+// initializeParams are the params of the in-process initialize: the
+// --config files, or discovery from the working directory, as a harness
+// sends them.
 func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[string]any, error) {
 	p := map[string]any{
 		"clientInfo": map[string]any{"name": "mcp-sidecar-cli", "version": env.Version},
 		// Every server starts at once, not eight at a time.
 		"limits": map[string]any{"maxConcurrentStarts": max(8, len(l.servers))},
 	}
-	if len(l.problems) == 0 {
-		p["configFiles"] = l.files
-	} else {
-		inline, err := json.Marshal(l.servers)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the valid servers: %w", err)
-		}
-		p["servers"] = json.RawMessage(inline)
+	switch {
+	case l.inline != nil:
+		p["servers"] = l.inline
+	case l.given != nil:
+		p["configFiles"] = l.given
+	default:
+		p["configDiscovery"] = map[string]any{"cwd": l.cwd}
 	}
 	if cacheDir != "" {
 		p["cacheDir"] = cacheDir

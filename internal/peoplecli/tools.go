@@ -2,6 +2,7 @@ package peoplecli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 // ToolsDoc is the tools command's help text.
 const ToolsDoc = `Usage: mcp-sidecar tools [--config FILE]... [--server NAME]... [--cached] [--json]
+                         [--search QUERY [--limit N]]
 
 Lists the catalog a harness gets from the sidecar: every tool under its
 qualified name (mcp__<server>__<tool>), after enabled_tools and
@@ -37,16 +39,24 @@ stdio server with a cached catalog stays dormant and its cached tools are
 listed. Config errors and startup failures go to stderr; the exit status is
 1 if there were any, 2 for a bad command line.
 
+--search ranks the catalog for QUERY as a harness's tools/search does and
+prints the best --limit tools (default 5) with their score and the first
+sentence of their description. QUERY is free text, /regex/ over names and
+descriptions, or select:name1,name2.
+
 Examples:
   mcp-sidecar tools
   mcp-sidecar tools --server github
   mcp-sidecar tools --cached --config .mcp.json
   mcp-sidecar tools --json | jq -r '.tools[].name'
+  mcp-sidecar tools --cached --search "open a pull request"
 `
 
+// toolsReport is the --json document: each tool exactly as tools/list
+// gives it to a harness, every member kept.
 type toolsReport struct {
-	Servers []toolsServer   `json:"servers"`
-	Tools   []protocol.Tool `json:"tools"`
+	Servers []toolsServer     `json:"servers"`
+	Tools   []json.RawMessage `json:"tools"`
 }
 
 type toolsServer struct {
@@ -63,29 +73,30 @@ type toolsServer struct {
 
 // Tools runs the tools command.
 func Tools(ctx context.Context, env Env, args []string) int {
-	fs := newFlagSet("tools", ToolsDoc, env.Stderr)
-	var files, only stringList
-	fs.Var(&files, "config", "config `FILE` to read instead of the defaults (repeatable)")
-	fs.Var(&only, "server", "list only server `NAME` (repeatable)")
-	asJSON := fs.Bool("json", false, "print one JSON document")
+	fs := newFlagSet()
+	var src serverFlags
+	src.register(fs)
+	var only []string
+	fs.StringArrayVar(&only, "server", nil, "list only server `NAME` (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON document: the tools exactly as a harness receives them")
 	cached := fs.Bool("cached", false, "start lazily: stdio servers with a cached catalog stay dormant")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(env.Stderr, "mcp-sidecar tools: unexpected argument %q (a server goes with --server)\n", pos[0])
-		return exitUsage
+	query := fs.String("search", "", "rank the catalog for `QUERY` (tools/search) instead of listing it")
+	limit := fs.Int("limit", 0, "with --search, the most results `N` (default 5)")
+	if code, done := parseFlags(env, "tools", fs, args, 0, 0); done {
+		return code
 	}
 	stderr := &lockedWriter{w: env.Stderr}
-	l := loadConfig(env, files)
+	l, err := src.load(env)
+	if err != nil {
+		return usageError(env, "tools", err)
+	}
 	status := exitOK
-	if len(l.files) == 0 {
+	if !l.found() {
 		l.describeSources(stderr)
 		return exitFailure
 	}
-	for _, e := range l.problems {
+	for _, e := range l.problems() {
 		fmt.Fprintln(stderr, "config error:", e.Error())
 		status = exitFailure
 	}
@@ -129,22 +140,26 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: dir, only: sessOnly, lazy: *cached, progress: prog, logOut: stderr})
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 	defer sess.close(ctx)
 	if prog != nil {
 		prog.finish()
 	}
+	if *query != "" {
+		if code := searchTools(ctx, env.Stdout, stderr, sess, *query, *limit, *asJSON); code != exitOK {
+			return code
+		}
+		return status
+	}
 	list, err := sess.toolsList(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-		return exitFailure
+		return fail(ctx, stderr, "tools", err)
 	}
 
-	rep := toolsReport{Servers: []toolsServer{}, Tools: list.Tools}
-	if rep.Tools == nil {
-		rep.Tools = []protocol.Tool{}
+	rep := toolsReport{Servers: []toolsServer{}, Tools: []json.RawMessage{}}
+	for _, t := range list.Tools {
+		rep.Tools = append(rep.Tools, t.Raw)
 	}
 	count := map[string]int{}
 	for _, t := range list.Tools {
@@ -168,18 +183,20 @@ func Tools(ctx context.Context, env Env, args []string) int {
 		rep.Servers = append(rep.Servers, ts)
 	}
 
+	if interrupted(ctx) {
+		return exitInterrupted
+	}
 	if *asJSON {
 		if err := writeJSON(env.Stdout, rep); err != nil {
-			fmt.Fprintln(stderr, "mcp-sidecar tools:", err)
-			return exitFailure
+			return fail(ctx, stderr, "tools", err)
 		}
 		return status
 	}
-	printToolsTable(env.Stdout, rep, time.Now())
+	printTools(env.Stdout, rep, list.Tools, time.Now())
 	return status
 }
 
-func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
+func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time) {
 	for i, s := range rep.Servers {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -194,17 +211,46 @@ func printToolsTable(w io.Writer, rep toolsReport, now time.Time) {
 				fmt.Fprintf(w, "  last stderr line: %s\n", l)
 			}
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, t := range rep.Tools {
+		for _, t := range tools {
 			if t.Server != s.Name {
 				continue
 			}
+			fmt.Fprintf(w, "  %s\n", signature(t.Tool.Tool, t.InputSchema))
 			desc := firstLine(t.Description)
 			if desc == "" {
 				desc = t.Title
 			}
-			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, orDash(clip(desc, 70)))
+			if desc != "" {
+				fmt.Fprintf(w, "      %s\n", clip(desc, 100))
+			}
 		}
-		tw.Flush()
 	}
+	if len(tools) > 0 {
+		fmt.Fprintln(w, "\nCall one with: mcp-sidecar call SERVER TOOL key=value ... (? marks an optional argument)")
+	}
+}
+
+// searchTools prints the tools/search results for query.
+func searchTools(ctx context.Context, stdout io.Writer, stderr io.Writer, sess *session, query string, limit int, asJSON bool) int {
+	var res protocol.ToolsSearchResult
+	err := sess.h.call(ctx, protocol.MethodToolsSearch, protocol.ToolsSearchParams{SessionID: sess.id, Query: query, Limit: limit}, &res)
+	if err != nil {
+		return fail(ctx, stderr, "tools", err)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, res); err != nil {
+			return fail(ctx, stderr, "tools", err)
+		}
+		return exitOK
+	}
+	if len(res.Results) == 0 {
+		fmt.Fprintf(stdout, "No tool matches %q.\n", query)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for i, r := range res.Results {
+		fmt.Fprintf(tw, "%d\t%s\t%.3g\t%s\n", i+1, r.Name, r.Score, orDash(clip(r.Description, 80)))
+	}
+	tw.Flush()
+	return exitOK
 }

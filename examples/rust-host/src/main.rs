@@ -9,11 +9,14 @@
 //! Prints a transcript (-> host to sidecar, <- sidecar to host) and one line
 //! per check; exits 1 if any check failed.
 
-use rust_host::sidecar_client::{
-    codes, object_with_raw, Error, Options, RequestHandler, RpcError, SidecarClient,
+use mcp_sidecar_client::protocol::{
+    requests, InitializeParams, ServerConfig, SessionOpenParams, SessionOpenParamsStartup,
+    SessionParams, ToolsCallParams, ToolsCallResult, ToolsListParams,
 };
+use mcp_sidecar_client::{codes, Error, Options, RequestHandler, RpcError, SidecarClient};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::process::{Command, ExitCode};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -157,44 +160,51 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
         seen: Vec::new(),
     };
 
-    // initialize: inline servers with Codex's config keys; the host says it
-    // answers elicitation requests.
-    let init = client.request(
-        "initialize",
-        json!({
-            "clientInfo": {"name": "rust-host-example", "version": "1.0.0"},
-            "capabilities": {"elicitation": true},
-            "servers": {
-                "example": {"command": sidecar, "args": ["example-server"]},
-                "sandboxed": {"command": sidecar, "args": ["example-server", "--sandbox"]},
-            },
-        }),
-    )?;
+    // initialize (typed): inline servers with Codex's config keys; the host
+    // says it answers elicitation requests. The client checks the protocol
+    // version and sends initialized.
+    let server = |args: &[&str]| ServerConfig {
+        command: Some(sidecar.to_string()),
+        args: Some(args.iter().map(|a| a.to_string()).collect()),
+        ..ServerConfig::default()
+    };
+    let mut servers = BTreeMap::new();
+    servers.insert("example".to_string(), server(&["example-server"]));
+    servers.insert("sandboxed".to_string(), server(&["example-server", "--sandbox"]));
+    let init = client.initialize(&InitializeParams {
+        client_info: Some(serde_json::from_value(json!({"name": "rust-host-example", "version": "1.0.0"}))?),
+        capabilities: Some(serde_json::from_value(json!({"elicitation": true}))?),
+        servers: Some(servers),
+        ..InitializeParams::default()
+    })?;
     println!(
-        "-> initialize            {} {}; servers {}; launcher {}",
-        txt(&init["serverInfo"]["name"]),
-        txt(&init["serverInfo"]["version"]),
-        init["servers"],
-        txt(&init["launcher"]["status"])
+        "-> initialize            {} {}; protocol {}; servers {:?}; launcher {}",
+        init.server_info.name,
+        init.server_info.version.as_deref().unwrap_or(""),
+        init.protocol_version,
+        init.servers,
+        init.launcher.status.as_str()
     );
     checks.check(
-        init["servers"] == json!(["example", "sandboxed"]),
+        init.servers == ["example", "sandboxed"],
         "initialize lists both servers",
-        &init["servers"].to_string(),
+        &format!("{:?}", init.servers),
     );
-    client.notify("initialized", json!({}))?;
 
     // session/open, eager: each server reports its startup.
-    let open = client.request("session/open", json!({"startup": "eager"}))?;
-    let session = open["sessionId"].as_str().unwrap_or("").to_string();
+    let open = client.call::<requests::SessionOpen>(&SessionOpenParams {
+        startup: Some(SessionOpenParamsStartup::Eager),
+        ..SessionOpenParams::default()
+    })?;
+    let session = open.session_id.clone();
     println!(
-        "-> session/open          {{\"startup\":\"eager\"}} -> session {session:?}, servers {}",
-        open["servers"]
+        "-> session/open          {{\"startup\":\"eager\"}} -> session {session:?}, servers {:?}",
+        open.servers.iter().map(|s| format!("{} {}", s.name, s.state.as_str())).collect::<Vec<_>>()
     );
     checks.check(
         !session.is_empty(),
         "session/open gives a session id",
-        &open.to_string(),
+        &format!("{open:?}"),
     );
 
     let complete = events.wait_for("mcp/startupComplete for round 0", |m, p| {
@@ -216,20 +226,15 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
     );
     check_startup_order(&events.seen, checks);
 
-    // The catalog: qualified names mcp__<server>__<tool>.
-    let list = client.request("tools/list", json!({"sessionId": session}))?;
-    let names: Vec<&str> = list["tools"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
-        .unwrap_or_default();
+    // The catalog (typed): qualified names mcp__<server>__<tool>.
+    let list = client.call::<requests::ToolsList>(&ToolsListParams {
+        session_id: session.clone(),
+        ..ToolsListParams::default()
+    })?;
+    let names: Vec<&str> = list.tools.iter().map(|t| t.name.as_str()).collect();
     println!("-> tools/list            {} tools:", names.len());
-    for t in list["tools"].as_array().into_iter().flatten() {
-        println!(
-            "     {:30} server {}, tool {}",
-            t["name"].as_str().unwrap_or("?"),
-            txt(&t["server"]),
-            txt(&t["tool"])
-        );
+    for t in &list.tools {
+        println!("     {:30} server {}, tool {}", t.name, t.server, t.tool);
     }
     checks.check(
         names.len() == 12
@@ -252,8 +257,9 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
         &echo.to_string(),
     );
 
-    // The sandbox policy: sent as exact bytes (not through serde_json::Value,
-    // which could round numbers), and echoed back by the sandboxed server.
+    // The sandbox policy: sent as exact bytes (a Box<RawValue> in the typed
+    // params, not a serde_json::Value, which would sort keys and could round
+    // numbers), and echoed back by the sandboxed server.
     let policy = RawValue::from_string(POLICY.to_string()).expect("POLICY is JSON");
     let compact = compact_json(POLICY);
     for (server, want) in [
@@ -262,11 +268,17 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
     ] {
         let name = format!("mcp__{server}__sandbox_info");
         println!("-> tools/call            {name} with sandboxState {POLICY}");
-        let params = object_with_raw(
-            &json!({"sessionId": session, "name": name, "arguments": {}}),
-            &[("sandboxState", &policy)],
-        )?;
-        let res = client.start_raw("tools/call", &params)?.wait()?;
+        let res = client.call::<requests::ToolsCall>(&ToolsCallParams {
+            session_id: session.clone(),
+            name: Some(name.clone()),
+            arguments: Some(serde_json::Map::new()),
+            sandbox_state: Some(policy.clone()),
+            ..ToolsCallParams::default()
+        })?;
+        let res = match res {
+            ToolsCallResult::CallToolResult(r) => serde_json::to_value(r)?,
+            ToolsCallResult::CreateTaskResult(t) => serde_json::to_value(t)?,
+        };
         let text = first_text(&res);
         println!("     {text}");
         // The launcher object, when there is one, follows on the next line.
@@ -352,25 +364,28 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
     );
 
     // Shut down: note the servers' pids first, to see them gone after.
-    let status = client.request("servers/status", json!({"sessionId": session}))?;
-    let pids: Vec<u64> = status["servers"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|s| s["pid"].as_u64()).collect())
-        .unwrap_or_default();
-    for s in status["servers"].as_array().into_iter().flatten() {
+    let status = client.call::<requests::ServersStatus>(&SessionParams {
+        session_id: session.clone(),
+    })?;
+    let pids: Vec<u64> = status
+        .servers
+        .iter()
+        .filter_map(|s| s.pid.map(|p| p as u64))
+        .collect();
+    for s in &status.servers {
         println!(
-            "-> servers/status        {}: {} over {}, pid {}, sandbox {}",
-            txt(&s["name"]),
-            txt(&s["state"]),
-            txt(&s["transport"]),
-            s["pid"],
-            txt(&s["sandbox"])
+            "-> servers/status        {}: {} over {}, pid {:?}, sandbox {}",
+            s.name,
+            s.state.as_str(),
+            s.transport.as_str(),
+            s.pid,
+            s.sandbox.as_ref().map_or("", |c| c.as_str())
         );
     }
     checks.check(
         pids.len() == 2,
         "both stdio servers have a pid",
-        &status.to_string(),
+        &format!("{status:?}"),
     );
 
     println!("-> shutdown, exit");

@@ -1,4 +1,4 @@
-package main
+package peoplecli
 
 import (
 	"context"
@@ -17,7 +17,8 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-const demoDoc = `Usage: mcp-sidecar demo
+// DemoDoc is the demo command's help text.
+const DemoDoc = `Usage: mcp-sidecar demo
 
 Plays a harness: spawns this binary as the sidecar (host protocol over its
 stdin/stdout), configures one MCP server (this binary's example-server,
@@ -28,18 +29,22 @@ server status, and a clean shutdown that leaves no process behind.
 No network, no npm.
 `
 
-func demoCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", demoDoc, stderr)
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+// Demo runs the demo command.
+func Demo(ctx context.Context, env Env, args []string) int {
+	fs := newFlagSet()
+	if code, done := parseFlags(env, "demo", fs, args, 0, 0); done {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := runDemo(ctx, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "demo failed:", err)
-		return 1
+	if err := runDemo(ctx, env.Stdout, env.Stderr, env.Version); err != nil {
+		if interrupted(ctx) {
+			return exitInterrupted
+		}
+		fmt.Fprintln(env.Stderr, "demo failed:", err)
+		return exitFailure
 	}
-	return 0
+	return exitOK
 }
 
 // demoPrinter serialises the demo's output: notifications arrive on the
@@ -55,7 +60,7 @@ func (p *demoPrinter) printf(format string, args ...any) {
 	fmt.Fprintf(p.out, format, args...)
 }
 
-func runDemo(ctx context.Context, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary: %w", err)
@@ -129,7 +134,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer) error {
 	var initRes protocol.InitializeResult
 	servers := map[string]any{"example": map[string]any{"command": exe, "args": []string{"example-server", "--sandbox"}}}
 	if err := client.Call(ctx, protocol.MethodInitialize, map[string]any{
-		"clientInfo":   map[string]any{"name": "mcp-sidecar-demo", "version": version},
+		"clientInfo":   map[string]any{"name": "mcp-sidecar-demo", "version": demoVersion},
 		"capabilities": map[string]any{"elicitation": true},
 		"servers":      servers,
 	}, &initRes); err != nil {
@@ -227,7 +232,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer) error {
 
 	out.printf("-> tools/call           mcp__example__nope (a tool that does not exist)\n")
 	if _, err = call("mcp__example__nope", map[string]any{}, nil); err != nil {
-		out.printf("     error: %v\n", err)
+		if pe := (*protocol.Error)(nil); errors.As(err, &pe) {
+			out.printf("     error %d (%s): %s\n", pe.Code, pe.Data.Kind, pe.Message)
+		} else {
+			out.printf("     error: %v\n", err)
+		}
 	}
 
 	var status protocol.ServersStatusResult
@@ -267,20 +276,6 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer) error {
 		return errors.New("the sidecar did not exit cleanly")
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 func indent(s string) string {

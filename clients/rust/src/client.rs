@@ -1,29 +1,26 @@
-//! A client for mcp-sidecar's host protocol: spawns the sidecar, frames
-//! JSON-RPC messages with `Content-Length` headers (as LSP) over the child's
-//! stdin/stdout, and routes what the sidecar sends back.
-//!
-//! Copy this file into a harness. It needs only `serde_json` (with the
-//! `raw_value` feature) and the standard library.
-//!
-//! Threads: one reader thread owns the child's stdout. It hands responses to
-//! the callers waiting for them, notifications to one dispatcher thread (so
-//! the notification callback sees them in arrival order and may block
-//! without holding up responses), and each sidecar -> host request to a
-//! thread of its own, so a handler that waits for the user, or calls the
-//! sidecar itself, never deadlocks the connection.
+//! The connection to the sidecar: spawns it, frames JSON-RPC messages with
+//! `Content-Length` headers (as LSP) over the child's stdin/stdout, and
+//! routes what the sidecar sends back. Requests go typed (`call`, with the
+//! types of `protocol`) or as `serde_json::Value` (`request`).
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::protocol::{
+    requests, HostRequest, InitializeParams, InitializeResult, Notification, Request,
+    PROTOCOL_VERSION,
+};
 
 /// The sidecar's own default frame limit; frames it sends are far smaller.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
@@ -231,6 +228,9 @@ pub enum Error {
     Timeout { method: String, after: Duration },
     /// Spawning the sidecar or writing to it failed.
     Io(String),
+    /// The sidecar speaks another protocol version than this crate
+    /// (docs/protocol.md, "Versioning").
+    Incompatible(String),
 }
 
 impl fmt::Display for Error {
@@ -247,6 +247,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::Io(why) => write!(f, "{why}"),
+            Error::Incompatible(why) => write!(f, "{why}"),
         }
     }
 }
@@ -269,9 +270,40 @@ impl Error {
 /// the client's dispatcher thread.
 pub type NotificationHandler = Box<dyn Fn(&str, Value) + Send>;
 
-/// Answers a sidecar -> host request (`mcp/elicit`, `mcp/roots`). Runs on a
-/// thread of its own per request, so it may block (ask the user) for long.
+/// Answers a sidecar -> host request (`mcp/elicit`, `mcp/roots`, `mcp/sample`).
+/// Runs on a thread of its own per request, so it may block (ask the user)
+/// for long.
 pub type RequestHandler = Arc<dyn Fn(&str, Value) -> Result<Value, RpcError> + Send + Sync>;
+
+/// Answers a sidecar -> host request, parsed. The flag says when the server
+/// gave up on it (the sidecar sent `$/cancelRequest`): the handler may stop
+/// asking its user, and its answer is dropped.
+pub type HostRequestHandler =
+    Arc<dyn Fn(HostRequest, CancelFlag) -> Result<Value, RpcError> + Send + Sync>;
+
+/// Set when the sidecar cancelled the request a handler answers.
+#[derive(Clone, Default)]
+pub struct CancelFlag(Arc<(Mutex<bool>, Condvar)>);
+
+impl CancelFlag {
+    pub fn is_cancelled(&self) -> bool {
+        *self.0 .0.lock().unwrap()
+    }
+
+    /// Waits up to `timeout` for the cancellation; true when it came.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let (lock, cond) = &*self.0;
+        let guard = lock.lock().unwrap();
+        let (guard, _) = cond.wait_timeout_while(guard, timeout, |cancelled| !*cancelled).unwrap();
+        *guard
+    }
+
+    fn cancel(&self) {
+        let (lock, cond) = &*self.0;
+        *lock.lock().unwrap() = true;
+        cond.notify_all();
+    }
+}
 
 pub struct Options {
     /// How long `request` waits for an answer. A safety net: the sidecar
@@ -279,8 +311,35 @@ pub struct Options {
     pub request_timeout: Duration,
     pub max_frame_bytes: usize,
     pub on_notification: Option<NotificationHandler>,
-    /// Without one, sidecar requests are answered with -32601.
+    /// Without one (and without `on_host_request`), sidecar requests are
+    /// answered with -32601.
     pub on_request: Option<RequestHandler>,
+    /// The typed form of `on_request`; it takes precedence.
+    pub on_host_request: Option<HostRequestHandler>,
+}
+
+impl Options {
+    /// Sets `on_notification` to a handler of parsed notifications; one
+    /// whose params do not parse comes as `Notification::Other`.
+    pub fn with_notifications(mut self, f: impl Fn(Notification) + Send + 'static) -> Self {
+        self.on_notification = Some(Box::new(move |method, params| {
+            let n = Notification::parse(method, params.clone()).unwrap_or(Notification::Other {
+                method: method.to_string(),
+                params,
+            });
+            f(n)
+        }));
+        self
+    }
+
+    /// Sets `on_host_request`.
+    pub fn with_host_requests(
+        mut self,
+        f: impl Fn(HostRequest, CancelFlag) -> Result<Value, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_host_request = Some(Arc::new(f));
+        self
+    }
 }
 
 impl Default for Options {
@@ -290,6 +349,7 @@ impl Default for Options {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             on_notification: None,
             on_request: None,
+            on_host_request: None,
         }
     }
 }
@@ -302,6 +362,8 @@ struct Shared {
     stdin: Mutex<Option<ChildStdin>>,
     child: Mutex<Child>,
     pending: Mutex<Pending>,
+    /// The sidecar's requests being answered, by id text.
+    host_requests: Mutex<HashMap<String, CancelFlag>>,
 }
 
 struct Pending {
@@ -402,6 +464,7 @@ impl SidecarClient {
                 waiters: HashMap::new(),
                 closed: None,
             }),
+            host_requests: Mutex::new(HashMap::new()),
         });
 
         let (note_tx, note_rx) = mpsc::channel::<(String, Value)>();
@@ -419,7 +482,10 @@ impl SidecarClient {
             .map_err(|e| Error::Io(format!("starting the notification thread: {e}")))?;
 
         let reader_shared = Arc::clone(&shared);
-        let on_request = options.on_request;
+        let on_request = Handlers {
+            raw: options.on_request,
+            typed: options.on_host_request,
+        };
         let max = options.max_frame_bytes;
         thread::Builder::new()
             .name("sidecar-reader".into())
@@ -499,6 +565,40 @@ impl SidecarClient {
             method: method.to_string(),
             rx,
         })
+    }
+
+    /// Sends request `R` and waits for its result, both typed.
+    pub fn call<R: Request>(&self, params: &R::Params) -> Result<R::Result, Error> {
+        self.start_call::<R>(params)?.wait()
+    }
+
+    /// Sends request `R` without waiting: the caller can cancel it, or wait.
+    /// Params are encoded once: `Box<RawValue>` members (`sandboxState`) go
+    /// as written.
+    pub fn start_call<R: Request>(&self, params: &R::Params) -> Result<TypedRequest<'_, R>, Error> {
+        let text = serde_json::to_string(params)
+            .map_err(|e| Error::Io(format!("encoding the params of {}: {e}", R::METHOD)))?;
+        let text = if text == "null" { None } else { Some(text) };
+        Ok(TypedRequest {
+            pending: self.start_text(R::METHOD, text.as_deref())?,
+            _request: PhantomData,
+        })
+    }
+
+    /// `initialize`, then `initialized`. Fails with `Error::Incompatible`
+    /// when the sidecar speaks another protocol version than this crate.
+    pub fn initialize(&self, params: &InitializeParams) -> Result<InitializeResult, Error> {
+        let result = self.call::<requests::Initialize>(params)?;
+        if result.protocol_version != PROTOCOL_VERSION {
+            return Err(Error::Incompatible(format!(
+                "mcp-sidecar {} speaks host protocol version {}; this client speaks {}",
+                result.server_info.version.as_deref().unwrap_or(""),
+                result.protocol_version,
+                PROTOCOL_VERSION
+            )));
+        }
+        self.notify("initialized", json!({}))?;
+        Ok(result)
     }
 
     /// Sends a notification (no answer comes).
@@ -610,6 +710,30 @@ impl PendingRequest<'_> {
     }
 }
 
+/// A typed request that was sent and not yet answered.
+pub struct TypedRequest<'a, R: Request> {
+    pending: PendingRequest<'a>,
+    _request: PhantomData<R>,
+}
+
+impl<R: Request> TypedRequest<'_, R> {
+    pub fn id(&self) -> u64 {
+        self.pending.id()
+    }
+
+    /// Sends `$/cancelRequest`; `wait` then returns -32800 (kind `cancelled`).
+    pub fn cancel(&self) -> Result<(), Error> {
+        self.pending.cancel()
+    }
+
+    /// Waits for the result, decoded from the bytes the sidecar sent.
+    pub fn wait(self) -> Result<R::Result, Error> {
+        let raw = self.pending.wait_raw()?;
+        serde_json::from_str(raw.get())
+            .map_err(|e| Error::Malformed(format!("the result of {}: {e}", R::METHOD)))
+    }
+}
+
 /// Builds a JSON object from `fields` plus fields whose values are exact JSON
 /// text, e.g. a `sandboxState` policy that must reach the server byte for byte.
 pub fn object_with_raw(
@@ -637,13 +761,20 @@ pub fn object_with_raw(
 
 // ------------------------------------------------------------ reader side
 
+/// The handlers of the sidecar's requests.
+#[derive(Clone)]
+struct Handlers {
+    raw: Option<RequestHandler>,
+    typed: Option<HostRequestHandler>,
+}
+
 /// Reads frames until the stream ends or breaks, and says why it ended.
 fn read_loop<R: BufRead>(
     r: &mut R,
     max: usize,
     shared: &Arc<Shared>,
     notes: &mpsc::Sender<(String, Value)>,
-    on_request: Option<RequestHandler>,
+    on_request: Handlers,
 ) -> Error {
     loop {
         let body = match read_frame(r, max) {
@@ -671,7 +802,7 @@ fn route(
     body: &[u8],
     shared: &Arc<Shared>,
     notes: &mpsc::Sender<(String, Value)>,
-    on_request: &Option<RequestHandler>,
+    on_request: &Handlers,
 ) -> Result<(), Error> {
     let malformed = |why: String| {
         Error::Malformed(format!(
@@ -694,28 +825,48 @@ fn route(
         let params = parse(msg.get("params"));
         match id {
             None => {
+                if method == "$/cancelRequest" {
+                    // The server gave up on a request the sidecar relayed.
+                    if let Some(id) = params.get("id") {
+                        if let Some(flag) = shared.host_requests.lock().unwrap().get(&id.to_string()) {
+                            flag.cancel();
+                        }
+                    }
+                }
                 let _ = notes.send((method, params));
             }
             Some(id) => {
                 let id = id.get().to_string();
-                let handler = on_request.clone();
+                let flag = CancelFlag::default();
+                shared.host_requests.lock().unwrap().insert(id.clone(), flag.clone());
+                let handlers = on_request.clone();
                 let shared = Arc::clone(shared);
                 thread::spawn(move || {
-                    let answer = match &handler {
-                        // A handler that panics still gets the sidecar an
-                        // answer, which would otherwise wait for it.
-                        Some(h) => panic::catch_unwind(AssertUnwindSafe(|| h(&method, params)))
-                            .unwrap_or_else(|_| {
-                                Err(RpcError::new(
-                                    codes::INTERNAL_ERROR,
-                                    format!("the host's handler for {method} panicked"),
-                                ))
-                            }),
-                        None => Err(RpcError::new(
+                    // A handler that panics still gets the sidecar an answer,
+                    // which would otherwise wait for it.
+                    let panicked = |_| {
+                        Err(RpcError::new(
+                            codes::INTERNAL_ERROR,
+                            format!("the host's handler for {method} panicked"),
+                        ))
+                    };
+                    let answer = match (&handlers.typed, &handlers.raw) {
+                        (Some(h), _) => match HostRequest::parse(&method, params) {
+                            Ok(req) => panic::catch_unwind(AssertUnwindSafe(|| h(req, flag)))
+                                .unwrap_or_else(panicked),
+                            Err(e) => Err(RpcError::new(
+                                codes::INVALID_PARAMS,
+                                format!("{method}: params the host cannot read: {e}"),
+                            )),
+                        },
+                        (None, Some(h)) => panic::catch_unwind(AssertUnwindSafe(|| h(&method, params)))
+                            .unwrap_or_else(panicked),
+                        (None, None) => Err(RpcError::new(
                             codes::METHOD_NOT_FOUND,
                             format!("this host does not handle {method}"),
                         )),
                     };
+                    shared.host_requests.lock().unwrap().remove(&id);
                     let body = match answer {
                         Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
                         Err(e) => {

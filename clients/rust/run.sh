@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Tests the Rust client crate against a real mcp-sidecar binary.
+#
+#   bash clients/rust/run.sh [path/to/mcp-sidecar]    (or MCP_SIDECAR_BIN=...)
+#
+# Builds offline against the crates Debian packages (see .cargo/config.toml)
+# and installs them when missing (apt-get: root, as CI is). Without a path it
+# builds the sidecar from this repository.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+source "$here/debian-crates.sh"
+
+node "$here/scripts/gen-types.mjs" --check
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
+bin="${1:-${MCP_SIDECAR_BIN:-}}"
+if [[ -z "$bin" ]]; then
+  mkdir -p "$CARGO_TARGET_DIR"
+  bin="$CARGO_TARGET_DIR/mcp-sidecar"
+  (cd "$root" && go build -o "$bin" .)
+fi
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+
+cd "$here"
+MCP_SIDECAR_BIN="$bin" cargo test --offline --quiet

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+)
+
+// searchTool has required and optional arguments, an enum, and a member
+// (execution) that a struct of the commands would not know.
+const searchTool = `{"name":"search","description":"Search the index.\nMore text.","execution":{"taskSupport":"optional"},
+"inputSchema":{"type":"object","properties":{"query":{"type":"string"},"mode":{"enum":["fast","slow"]},"limit":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["query"],"additionalProperties":false}}`
+
+func TestCmdToolsSignaturesAndJSON(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "idx", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Def: json.RawMessage(searchTool), Behavior: fixture.BehaviorEcho}}}})
+	r := runCmd(t, nil, "tools", "--config", cfg)
+	want := "  search(query: string, mode?: \"fast\"|\"slow\", limit?: integer, tags?: string[])\n      Search the index.\n"
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("want %q in:\n%s", want, r)
+	}
+	r = runCmd(t, nil, "tools", "--json", "--config", cfg)
+	var doc struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Tools) != 1 {
+		t.Fatalf("%v: %s", err, r)
+	}
+	if got := compact(t, doc.Tools[0]["execution"]); got != `{"taskSupport":"optional"}` {
+		t.Errorf("--json lost the tool's execution member: %q", got)
+	}
+}
+
+func TestCmdCallByNameWithKeyValues(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "idx", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Def: json.RawMessage(searchTool), Behavior: fixture.BehaviorEcho}}}})
+	for _, args := range [][]string{
+		{"call", "search", "query=a b", "limit=3", "mode=fast", `tags=["x"]`},
+		{"call", "idx", "search", "query=a b", "limit=3", "mode=fast", `tags=["x"]`},
+		{"call", "mcp__idx__search", `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`},
+	} {
+		r := runCmd(t, nil, append(args, "--config", cfg)...)
+		if r.code != 0 || !strings.Contains(r.stdout, `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`) {
+			t.Errorf("%q: %s", args, r)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"call", "serch", "query=x"}, 1, `no server has a tool "serch" (did you mean "search"?)`},
+		{[]string{"call", "search", "qurey=x"}, 2, `the tool has no argument "qurey" (did you mean "query"?); its arguments: limit, mode, query, tags`},
+		{[]string{"call", "search", "limit=many"}, 2, `argument "limit": want integer, got "many"`},
+		{[]string{"call", "idxx", "search"}, 1, `no server "idxx" in the config (servers: idx); did you mean "idx"?`},
+	} {
+		r := runCmd(t, nil, append(tc.args, "--config", cfg)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: want exit %d and %q: %s", tc.args, tc.code, tc.want, r)
+		}
+	}
+}
+
+func TestCmdDoctorStrictAndWarnings(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t,
+		server{name: "noisy", spec: fixture.Spec{ToolCount: 1, BannerLines: []string{"noisy v1 listening on stdio"}}},
+		server{name: "down", spec: fixture.Spec{ExitAtStart: true}},
+	)
+	r := runCmd(t, nil, "doctor", "--config", cfg)
+	if r.code != 0 {
+		t.Errorf("a failed server that is not required: want exit 0: %s", r)
+	}
+	for _, want := range []string{"ready (warning)", "Warnings:\n  noisy: works, but printed 1 lines on stdout that are not JSON-RPC (skipped); the first:\n    noisy v1 listening on stdio\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stderr, "session=") || strings.Contains(r.stderr, "level=") {
+		t.Errorf("slog key=value lines for people:\n%s", r.stderr)
+	}
+	if r := runCmd(t, nil, "doctor", "--strict", "--config", cfg); r.code != 1 {
+		t.Errorf("--strict: want exit 1: %s", r)
+	}
+}
+
+// TestCmdDoctorDiscovery: with no --config, doctor finds Claude Code's
+// files (user, project two directories up, local) and says where each
+// server came from and what replaced what.
+func TestCmdDoctorDiscovery(t *testing.T) {
+	isolate(t)
+	home, root := os.Getenv("HOME"), t.TempDir()
+	cwd := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(name string) string {
+		c := fixture.Config(name, fixture.Spec{ToolCount: 1})
+		b, _ := json.Marshal(map[string]any{"type": "stdio", "command": c.Command, "args": c.Args, "env": c.Env})
+		return string(b)
+	}
+	writeFile(t, filepath.Join(home, ".claude.json"), `{"mcpServers": {"shared": `+entry("shared")+`},
+"projects": {"`+root+`": {"mcpServers": {"mine": `+entry("mine")+`}}}}`, 0o600)
+	writeFile(t, filepath.Join(root, ".mcp.json"), `{"mcpServers": {"shared": `+entry("shared")+`, "bad": {"command": "x", "url": "http://h/mcp"}}}`, 0o600)
+	t.Chdir(cwd)
+	r := runCmd(t, nil, "doctor")
+	for _, want := range []string{
+		"Config files read (later ones win):\n",
+		"  " + filepath.Join(home, ".claude.json") + " (Claude Code, user scope): shared\n",
+		"  " + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope): bad, shared\n",
+		"  " + filepath.Join(home, ".claude.json") + " (Claude Code, local scope, project " + root + "): mine\n",
+		"  shared: " + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope) replaces " + filepath.Join(home, ".claude.json") + " (Claude Code, user scope)\n",
+		`server "bad": key "url": both command and url are set`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	rows := tableRows(t, r.stdout, "SERVER  ")
+	for name, status := range map[string]string{"bad": "invalid", "mine": "ready", "shared": "ready"} {
+		if row := rows[name]; len(row) < 3 || row[2] != status {
+			t.Errorf("row %s = %q, want %s", name, row, status)
+		}
+	}
+}
+
+// TestBinaryServersWithoutConfig: --command and --url try a server with no
+// config, for tools, call, resources and prompts; no secret of a URL is
+// printed by doctor, in text or JSON.
+func TestBinaryServersWithoutConfig(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	example := bin + " example-server"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools", "--command", example}, "  add(a: number, b: number)\n"},
+		{[]string{"call", "add", "a=2", "b=40", "--command", example}, "42\n"},
+		{[]string{"resources", "--command", example}, "  example://readme  readme  (text/plain)\n"},
+		{[]string{"resources", "read", "example://readme", "--command", example}, "example"},
+		{[]string{"prompts", "--command", example}, "  greet(name)\n"},
+		{[]string{"prompts", "get", "greet", "name=Ada", "--command", example}, "Ada"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%q: %v, want %q in:\n%s", tc.args, err, tc.want, out)
+		}
+	}
+
+	// --url with --header, against a Streamable HTTP server that wants it.
+	s := mcp.NewServer(&mcp.Implementation{Name: "web"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil
+	})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Key") != "k1" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	out, err := exec.Command(bin, "call", "ping", "--url", srv.URL+"/mcp", "--header", "X-Key: k1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "pong") {
+		t.Errorf("--url --header: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(bin, "doctor", "--url", srv.URL+"/mcp").CombinedOutput()
+	if !strings.Contains(string(out), "answered 401 Unauthorized: the server needs authorization") {
+		t.Errorf("doctor --url without the header:\n%s", out)
+	}
+
+	// Secrets of URLs: a refused port and a 404, in text and JSON.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	const query, pass = "qs3cr3t-cli-1", "ps3cr3t-cli-2"
+	for _, base := range []string{refused, srv.URL} {
+		u := strings.Replace(base, "://", "://ann:"+pass+"@", 1) + "/nope?token=" + query
+		for _, extra := range [][]string{nil, {"--json"}} {
+			out, _ := exec.Command(bin, append([]string{"doctor", "--url", u}, extra...)...).CombinedOutput()
+			if strings.Contains(string(out), query) || strings.Contains(string(out), pass) {
+				t.Errorf("doctor %v shows a secret of the URL:\n%s", extra, out)
+			}
+			if !strings.Contains(string(out), "REDACTED") {
+				t.Errorf("doctor %v does not name the URL at all:\n%s", extra, out)
+			}
+		}
+	}
+}

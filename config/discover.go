@@ -1,0 +1,189 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+)
+
+// Tools whose config files Discover finds.
+const (
+	ToolCodex  = "codex"
+	ToolClaude = "claude"
+	ToolCursor = "cursor"
+	ToolVSCode = "vscode"
+)
+
+// DiscoveryTools lists the tools Discover knows (a fresh slice).
+func DiscoveryTools() []string { return []string{ToolCodex, ToolClaude, ToolCursor, ToolVSCode} }
+
+// Scopes of discovered sources, from the weakest to the strongest.
+const (
+	ScopeUser    = "user"
+	ScopeProject = "project"
+	ScopeLocal   = "local"
+)
+
+// DiscoverOptions say where Discover looks.
+type DiscoverOptions struct {
+	Home string // the user's home directory
+	Cwd  string // absolute; project files are found from here up to the repository root
+	Env  Lookup // for CODEX_HOME and XDG_CONFIG_HOME; nil finds nothing
+	// Tools restricts discovery to these tools (nil: all of DiscoveryTools).
+	Tools []string
+}
+
+// Discover finds the config files of the MCP clients people use, in the
+// order Load should read them (a later definition of a server wins):
+//
+//  1. user scope: Codex's $CODEX_HOME/config.toml (default
+//     ~/.codex/config.toml), Claude Code's ~/.claude.json (its top-level
+//     mcpServers, what `claude mcp add --scope user` writes), Cursor's
+//     ~/.cursor/mcp.json and VS Code's user mcp.json;
+//  2. project scope, in each directory from the repository root down to
+//     the working directory (a directory nearer the working directory
+//     wins): .codex/config.toml, .mcp.json (Claude Code), .cursor/mcp.json
+//     and .vscode/mcp.json;
+//  3. Claude Code's local scope: projects["<dir>"].mcpServers of
+//     ~/.claude.json, for the same directories (what `claude mcp add`
+//     writes by default).
+//
+// This is Claude Code's precedence (local over project over user), and
+// every tool's (project over user). The repository root is the nearest
+// directory at or above Cwd holding .git; without one, only Cwd is
+// searched. found are the sources that exist; looked are all the places
+// considered, for saying where nothing was found.
+func Discover(o DiscoverOptions) (found, looked []Source) {
+	want := func(tool string) bool { return o.Tools == nil || slices.Contains(o.Tools, tool) }
+	lookup := o.Env
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	seen := map[string]bool{}
+	consider := func(src Source) {
+		looked = append(looked, src)
+		if src.Format != FormatClaudeLocal {
+			if seen[src.Path] {
+				return
+			}
+			seen[src.Path] = true
+		}
+		if fi, err := os.Stat(src.Path); err == nil && fi.Mode().IsRegular() {
+			found = append(found, src)
+		}
+	}
+
+	claudeJSON := ""
+	if o.Home != "" {
+		claudeJSON = filepath.Join(o.Home, ".claude.json")
+	}
+	if want(ToolCodex) {
+		if ch, ok := lookup("CODEX_HOME"); ok && ch != "" {
+			consider(Source{Path: filepath.Join(ch, "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser})
+		} else if o.Home != "" {
+			consider(Source{Path: filepath.Join(o.Home, ".codex", "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser})
+		}
+	}
+	if o.Home != "" {
+		if want(ToolClaude) {
+			consider(Source{Path: claudeJSON, Format: FormatClaudeUser, Tool: ToolClaude, Scope: ScopeUser})
+		}
+		if want(ToolCursor) {
+			consider(Source{Path: filepath.Join(o.Home, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeUser})
+		}
+		if want(ToolVSCode) {
+			consider(Source{Path: vscodeUserFile(o.Home, lookup), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser})
+		}
+	}
+
+	dirs := projectDirs(o.Cwd)
+	for _, dir := range dirs {
+		if want(ToolCodex) {
+			consider(Source{Path: filepath.Join(dir, ".codex", "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeProject})
+		}
+		if want(ToolClaude) {
+			consider(Source{Path: filepath.Join(dir, ".mcp.json"), Format: FormatMCPServers, Tool: ToolClaude, Scope: ScopeProject})
+		}
+		if want(ToolCursor) {
+			consider(Source{Path: filepath.Join(dir, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeProject})
+		}
+		if want(ToolVSCode) {
+			consider(Source{Path: filepath.Join(dir, ".vscode", "mcp.json"), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeProject})
+		}
+	}
+
+	if want(ToolClaude) && claudeJSON != "" {
+		projects := claudeProjects(claudeJSON)
+		for _, dir := range dirs {
+			src := Source{Path: claudeJSON, Format: FormatClaudeLocal, Tool: ToolClaude, Scope: ScopeLocal, Project: dir}
+			looked = append(looked, src)
+			if key, ok := projects[dir]; ok {
+				src.Project = key // as the file spells it
+				found = append(found, src)
+			}
+		}
+	}
+	return found, looked
+}
+
+// projectDirs are the directories from the repository root of cwd down to
+// cwd, or only cwd outside a repository.
+func projectDirs(cwd string) []string {
+	if cwd == "" {
+		return nil
+	}
+	cwd = filepath.Clean(cwd)
+	var chain []string
+	for dir := cwd; ; {
+		chain = append(chain, dir)
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			slices.Reverse(chain)
+			return chain
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return []string{cwd}
+		}
+		dir = parent
+	}
+}
+
+// vscodeUserFile is VS Code's user-profile mcp.json.
+func vscodeUserFile(home string, lookup Lookup) string {
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json")
+	}
+	base := filepath.Join(home, ".config")
+	if x, ok := lookup("XDG_CONFIG_HOME"); ok && filepath.IsAbs(x) {
+		base = x
+	}
+	return filepath.Join(base, "Code", "User", "mcp.json")
+}
+
+// claudeProjects returns the project directories of ~/.claude.json that
+// define MCP servers, cleaned, mapped to the key as the file spells it. A file that cannot be read or parsed has none here;
+// Load reports it when it reads the user scope.
+func claudeProjects(path string) map[string]string {
+	data, problem := readBounded(path, maxConfigFileSize)
+	if problem != "" {
+		return nil
+	}
+	var top struct {
+		Projects map[string]struct {
+			MCPServers json.RawMessage `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if json.Unmarshal(data, &top) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for dir, p := range top.Projects {
+		if s := bytes.TrimSpace(p.MCPServers); len(s) > 0 && string(s) != "null" && string(s) != "{}" {
+			out[filepath.Clean(dir)] = dir
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package peoplecli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
+)
+
+// command is one entry of the binary's command table.
+type command struct {
+	name    string
+	usage   string // the usage line after "mcp-sidecar "
+	summary string // one line for the list of commands
+	doc     string // the whole help text
+	run     func(ctx context.Context, env Env, args []string) int
+}
+
+// commands is the binary's command table, in the order help lists it.
+func commands() []command {
+	return []command{
+		{"serve", "[serve] [flags]", "speak the host protocol on stdin/stdout (what harnesses spawn)", ServeDoc, Serve},
+		{"doctor", "doctor [flags]", "check the MCP servers of your config: start each, show a table", DoctorDoc, Doctor},
+		{"tools", "tools [flags]", "list the tools of your servers with their signatures", ToolsDoc, Tools},
+		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call},
+		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources},
+		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts},
+		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher},
+		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo},
+		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer},
+		{"version", "version", "print the version", "Usage: mcp-sidecar version\n\nPrints the version (also: mcp-sidecar --version).\n", version},
+		{"help", "help [COMMAND]", "show help", "Usage: mcp-sidecar help [COMMAND]\n\nShows the list of commands, or one command's help.\n", nil},
+	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// Main runs the binary's command line: a command of the table, or serve
+// when the first argument is not a command (a flag, or nothing).
+func Main(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		switch {
+		case len(args) > 0 && (args[0] == "--version" || args[0] == "-version"):
+			return version(ctx, env, nil)
+		case len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h"):
+			return help(env, args[1:])
+		}
+		return Serve(ctx, env, args)
+	}
+	name, rest := args[0], args[1:]
+	if name == WatchdogCommand {
+		return reaper.Watchdog(env.Stdin)
+	}
+	if name == "help" {
+		return help(env, rest)
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(env.Stderr, "mcp-sidecar: unknown command %q", name)
+		if hint := suggest.Closest(name, commandNames()); hint != "" {
+			fmt.Fprintf(env.Stderr, " (did you mean %q?)", hint)
+		}
+		fmt.Fprintln(env.Stderr, "\nRun 'mcp-sidecar --help' for the list of commands.")
+		return exitUsage
+	}
+	code := c.run(ctx, env, rest)
+	if interrupted(ctx) {
+		return exitInterrupted
+	}
+	return code
+}
+
+// Usage is the binary's help: its commands.
+func Usage() string {
+	var b strings.Builder
+	b.WriteString("mcp-sidecar: an MCP client runtime for agent harnesses.\n\nUsage:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  mcp-sidecar %-40s %s\n", c.usage, c.summary)
+	}
+	b.WriteString(`
+With no command, mcp-sidecar speaks the host protocol on stdin/stdout, as a
+harness spawns it. The commands for people read the config files you have
+(Codex, Claude Code, Cursor, VS Code; see 'mcp-sidecar help doctor').
+Run 'mcp-sidecar help COMMAND' for a command's flags and examples.
+`)
+	return b.String()
+}
+
+func help(env Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stdout, Usage())
+		return exitOK
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(env.Stderr, "mcp-sidecar: no help for unknown command %q", args[0])
+		if hint := suggest.Closest(args[0], commandNames()); hint != "" {
+			fmt.Fprintf(env.Stderr, " (did you mean %q?)", hint)
+		}
+		fmt.Fprintln(env.Stderr)
+		return exitUsage
+	}
+	if c.run == nil {
+		fmt.Fprint(env.Stdout, c.doc)
+		return exitOK
+	}
+	return c.run(context.Background(), env, []string{"--help"})
+}
+
+func version(_ context.Context, env Env, args []string) int {
+	if len(args) > 0 && args[0] != "--help" && args[0] != "-h" {
+		return usageError(env, "version", fmt.Errorf("unexpected argument %q", args[0]))
+	}
+	if len(args) > 0 {
+		c, _ := lookup("version")
+		fmt.Fprint(env.Stdout, c.doc)
+		return exitOK
+	}
+	fmt.Fprintln(env.Stdout, "mcp-sidecar", env.Version)
+	return exitOK
+}
+
+// Exit statuses shared by the commands.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the thing checked is broken: bad config, failed required server, failed call
+	exitUsage       = 2   // the command line is wrong
+	exitInterrupted = 130 // Ctrl-C, as shells report SIGINT
+)
+
+// interrupted reports whether the command was stopped from outside
+// (Ctrl-C, SIGTERM): then it says nothing more and exits 130.
+func interrupted(ctx context.Context) bool { return ctx.Err() != nil }
+
+func newFlagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by parseFlags
+	fs.SortFlags = false
+	return fs
+}
+
+// parseFlags parses args into fs (flags may stand anywhere among the
+// positional arguments; "--" ends them). --help prints the command's help
+// on stdout; a bad flag prints a short error and the usage line on stderr.
+// The number of positional arguments must be within [min, max] (max < 0:
+// no limit). done says the command should return code.
+func parseFlags(env Env, name string, fs *pflag.FlagSet, args []string, min, max int) (code int, done bool) {
+	fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return usageError(env, name, err), true
+	}
+	if h, _ := fs.GetBool("help"); h {
+		c, _ := lookup(name)
+		fmt.Fprint(env.Stdout, c.doc)
+		if fs.HasFlags() {
+			fmt.Fprintf(env.Stdout, "\nFlags:\n%s", fs.FlagUsagesWrapped(100))
+		}
+		return exitOK, true
+	}
+	n := fs.NArg()
+	switch {
+	case n < min:
+		return usageError(env, name, fmt.Errorf("too few arguments")), true
+	case max >= 0 && n > max:
+		return usageError(env, name, fmt.Errorf("unexpected argument %q", fs.Arg(max))), true
+	}
+	return 0, false
+}
+
+// usageError reports a bad command line: the problem, then the usage line.
+func usageError(env Env, name string, err error) int {
+	c, _ := lookup(name)
+	fmt.Fprintf(env.Stderr, "mcp-sidecar %s: %v\nUsage: mcp-sidecar %s (see 'mcp-sidecar help %s')\n", name, err, c.usage, name)
+	return exitUsage
+}
+
+// IsTerminal reports whether w is a terminal, and TERM is not "dumb":
+// where rewriting lines in place shows a live display rather than garbage.
+func IsTerminal(w any, lookup func(string) (string, bool)) bool {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false
+	}
+	if lookup != nil {
+		if t, _ := lookup("TERM"); t == "dumb" {
+			return false
+		}
+	}
+	return true
+}
+
+// terminalWidth is the width of w's terminal, else COLUMNS, else 80.
+func terminalWidth(w any, lookup func(string) (string, bool)) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			return cols
+		}
+	}
+	if lookup != nil {
+		if c, ok := lookup("COLUMNS"); ok {
+			var n int
+			if _, err := fmt.Sscanf(c, "%d", &n); err == nil && n > 20 {
+				return n
+			}
+		}
+	}
+	return 80
+}

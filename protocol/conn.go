@@ -1,0 +1,399 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Request is a request or a notification from the peer.
+type Request struct {
+	// ID is the id exactly as the peer wrote it (the JSON text of a string
+	// or number: -4, 1.5 and 123456789012345678901234567890 stay what they
+	// are); nil for a notification. Answer with it as it is.
+	ID     json.RawMessage
+	Method string
+	// Params is the params member byte for byte as the peer sent it (nil
+	// when absent): key order, number spellings and escapes survive.
+	Params json.RawMessage
+}
+
+// IsNotification reports whether the peer expects no answer.
+func (r *Request) IsNotification() bool { return r.ID == nil }
+
+// A Handler takes the peer's requests and notifications. Conn calls it on
+// its read loop, one message at a time in the order they were read, so it
+// must not block: a request's work belongs on a goroutine of its own, which
+// answers with Reply or ReplyError. For a request, ctx is the request's own
+// context: it ends when the peer cancels the request ($/cancelRequest,
+// cause ErrRequestCancelled) or Serve's context ends.
+type Handler interface {
+	Handle(ctx context.Context, req *Request)
+}
+
+// HandlerFunc is a Handler as a function.
+type HandlerFunc func(ctx context.Context, req *Request)
+
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) { f(ctx, req) }
+
+// ConnOptions configure a Conn.
+type ConnOptions struct {
+	// MaxFrameBytes is the largest body accepted; a larger frame is skipped
+	// without being buffered and answered with an error. Zero or negative
+	// means DefaultMaxFrameBytes.
+	MaxFrameBytes int64
+	// Logger receives a record for every message the connection drops or
+	// answers itself. Nil discards them.
+	Logger *slog.Logger
+	// Uncancellable names the methods whose requests $/cancelRequest does
+	// not cancel: the cancel is ignored and the request answered as usual
+	// (LSP lets a server decline a cancellation).
+	Uncancellable []string
+}
+
+// ErrClosed is returned by calls that were waiting when the connection
+// closed.
+var ErrClosed = errors.New("connection closed")
+
+// ErrNotInFlight is returned by Reply and ReplyError for a request that is
+// not (or no longer) in flight: it was answered already, -32800 included.
+var ErrNotInFlight = errors.New("no request in flight with this id")
+
+// ErrRequestCancelled is the cause of a request's context when the peer
+// cancelled it with $/cancelRequest.
+var ErrRequestCancelled = errors.New("request cancelled by the peer")
+
+// Conn is one end of a JSON-RPC 2.0 connection with the Language Server
+// base protocol's framing (Content-Length headers): the host's wire. It is
+// the one owner of that wire: it reads every message, answers what is
+// malformed, keeps the requests in flight, and writes every outgoing frame.
+//
+// What it answers itself, reading on:
+//
+//   - a bad header block: -32700 with id null, then a resynchronisation on
+//     the next "Content-Length:" (see frameReader);
+//   - a body over MaxFrameBytes: skipped in bounded memory, then -32700 whose
+//     message names the limit, with the id when it appears in the first 4 KiB;
+//   - a body that is not valid JSON (including an empty one): -32700, with
+//     the id when a top-level "id" can be read before the syntax error;
+//   - a JSON array (batch, empty or not): -32600 with id null; LSP has no
+//     batches;
+//   - a JSON value other than an object or array: -32600 with id null;
+//   - an object that is neither a request nor a response (no "method", no
+//     "result", no non-null "error", or both kinds at once), a request whose
+//     "method" is not a string, or whose id is not a string, number or null:
+//     -32600 with the id where it is a string or number, else null;
+//   - a request whose id is already in flight: -32600 with that id;
+//   - $/cancelRequest {id}: the request's context is cancelled and it is
+//     answered -32800 at once (vscode-jsonrpc waits for that answer); the
+//     handler's own answer, when it comes, is dropped. This happens in read
+//     order, so a cancel never overtakes the request it names. An id not in
+//     flight, or of a request ConnOptions.Uncancellable names, is ignored.
+//     The notification is then handed to the Handler like any other.
+//
+// Responses from the peer are never answered (that could ping-pong): one
+// whose id is not of a call of this Conn is dropped and logged; a malformed
+// one whose id is ends that call with an error. Error replies carry data
+// {"kind": "parse_error" | "invalid_request", "retryable": false}. A request
+// whose id is null or absent is a notification. The "jsonrpc" member is not
+// checked.
+type Conn struct {
+	in            *frameReader
+	out           *frameWriter
+	log           *slog.Logger
+	uncancellable []string
+
+	rc, wc    any // the reader and writer as given, closed by Close where they are io.Closers
+	closeIO   sync.Once
+	closeErr  error
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+
+	// Set once by Serve, before started is closed.
+	handler Handler
+	ctx     context.Context
+	started chan struct{}
+	serving atomic.Bool
+
+	mu       sync.Mutex
+	inflight map[string]inflight // by idKey
+
+	calls   *jsonrpc2.Conn // pending calls; see calls.go
+	callSeq atomic.Uint64
+	readErr atomic.Pointer[error]
+}
+
+// inflight is a request read and not yet answered.
+type inflight struct {
+	id            json.RawMessage
+	cancel        context.CancelCauseFunc
+	uncancellable bool // $/cancelRequest leaves it alone
+}
+
+// NewConn returns a connection reading the peer's frames from r and writing
+// frames to w. Close closes r and w where they are io.Closers (once if they
+// are the same value). Nothing is read before Serve; calls may be sent
+// before (their answers are read once Serve runs).
+func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
+	c := &Conn{
+		in:       newFrameReader(r, opts.MaxFrameBytes),
+		out:      newFrameWriter(w),
+		log:      opts.Logger,
+		rc:       r,
+		wc:       w,
+		closing:  make(chan struct{}),
+		started:  make(chan struct{}),
+		inflight: make(map[string]inflight),
+
+		uncancellable: opts.Uncancellable,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.calls = newCalls(c)
+	return c
+}
+
+// Serve reads the peer's messages and hands them to h until the peer's
+// input ends, the connection is closed, or ctx ends (which closes it). It
+// returns nil when the input ended between two frames or Close ended it,
+// else the error that ended reading. Every request's context derives from
+// ctx. Replies may still be written after Serve returned, until the writer
+// fails.
+func (c *Conn) Serve(ctx context.Context, h Handler) error {
+	if !c.serving.CompareAndSwap(false, true) {
+		return errors.New("protocol: Serve called twice")
+	}
+	c.handler, c.ctx = h, ctx
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	close(c.started)
+	<-c.calls.DisconnectNotify()
+	if err := c.readErr.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// Done is closed when the connection ends: the peer's input ended, or
+// Close was called.
+func (c *Conn) Done() <-chan struct{} { return c.calls.DisconnectNotify() }
+
+// Close closes the connection: reading stops, calls waiting for an answer
+// fail with ErrClosed, and the reader and writer are closed where they are
+// io.Closers. Replies to requests in flight are still written if the
+// writer takes them (the sidecar's stdout outlives its stdin).
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() { close(c.closing) })
+	if err := c.calls.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
+		return err
+	}
+	return c.closeReaderWriter() // closed already by jsonrpc2: its result
+}
+
+// closeReaderWriter closes the reader and the writer given to NewConn
+// where they are io.Closers (once if they are the same value).
+func (c *Conn) closeReaderWriter() error {
+	c.closeIO.Do(func() {
+		var errs []error
+		if cl, ok := c.rc.(io.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+		if cl, ok := c.wc.(io.Closer); ok && !sameValue(c.rc, c.wc) {
+			errs = append(errs, cl.Close())
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// sameValue is a == b without the panic on uncomparable dynamic types.
+func sameValue(a, b any) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta != nil && ta.Comparable() && a == b
+}
+
+// dispatch hands a well-formed request or notification to the handler, on
+// the read loop.
+func (c *Conn) dispatch(req *Request) {
+	if req.IsNotification() {
+		if req.Method == MethodCancelRequest {
+			c.cancelRequest(req.Params)
+		}
+		c.handler.Handle(c.ctx, req)
+		return
+	}
+	key, _ := idKey(req.ID) // the reader let only strings and numbers through
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.mu.Lock()
+	if _, dup := c.inflight[key]; dup {
+		c.mu.Unlock()
+		cancel(nil)
+		c.answer(req.ID, CodeInvalidRequest, KindInvalidRequest, fmt.Sprintf("request id %s is already in flight", req.ID))
+		return
+	}
+	c.inflight[key] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
+	c.mu.Unlock()
+	c.handler.Handle(ctx, req)
+}
+
+// cancelRequest cancels the request $/cancelRequest names and answers it
+// -32800. An id not in flight is ignored.
+func (c *Conn) cancelRequest(params json.RawMessage) {
+	var p CancelParams
+	if err := json.Unmarshal(params, &p); err != nil || len(p.ID) == 0 {
+		c.log.Warn("malformed $/cancelRequest", "params", string(params), "err", err)
+		return
+	}
+	key, ok := idKey(p.ID)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	req, ok := c.inflight[key]
+	if ok && !req.uncancellable {
+		delete(c.inflight, key)
+	}
+	c.mu.Unlock()
+	if !ok || req.uncancellable {
+		return // answered already, never existed, or not to be cancelled
+	}
+	req.cancel(ErrRequestCancelled)
+	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled")); err != nil {
+		c.log.Debug("cancellation not written", "id", string(req.id), "err", err)
+	}
+}
+
+// finish takes the request id out of flight; false if it was not in it.
+func (c *Conn) finish(id json.RawMessage) bool {
+	key, ok := idKey(id)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	req, ok := c.inflight[key]
+	delete(c.inflight, key)
+	c.mu.Unlock()
+	if ok {
+		req.cancel(nil)
+	}
+	return ok
+}
+
+// Reply answers the request id with result, encoded once. A json.RawMessage
+// result is written as it is: it must be valid JSON (the sidecar passes
+// bytes an MCP server sent). HTML characters are not escaped. A request
+// answered already (cancelled by the peer) is not answered again:
+// ErrNotInFlight.
+func (c *Conn) Reply(id json.RawMessage, result any) error {
+	if !c.finish(id) {
+		return ErrNotInFlight
+	}
+	// Large raw results go out without a copy; small ones are cheaper to
+	// copy than to write in three system calls.
+	if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
+		return c.writeRawResult(id, raw)
+	}
+	return c.out.write(func(b *bytes.Buffer) error {
+		b.WriteString(`{"jsonrpc":"2.0","id":`)
+		b.Write(id)
+		b.WriteString(`,"result":`)
+		if err := encodeJSON(b, result); err != nil {
+			return fmt.Errorf("encoding result: %w", err)
+		}
+		b.WriteByte('}')
+		return nil
+	})
+}
+
+// writeRawResult writes a response around raw without copying it: header
+// and the envelope's head, raw, then the closing brace, under one lock.
+func (c *Conn) writeRawResult(id json.RawMessage, raw json.RawMessage) error {
+	const pre, post = `{"jsonrpc":"2.0","id":`, `,"result":`
+	n := len(pre) + len(id) + len(post) + len(raw) + 1
+	head := appendHeader(make([]byte, 0, headerRoom+len(pre)+len(id)+len(post)), n)
+	head = append(head, pre...)
+	head = append(head, id...)
+	head = append(head, post...)
+	return c.out.writeParts(head, raw, []byte{'}'})
+}
+
+// ReplyError answers the request id with err: an *Error (found with
+// errors.As) as it is, any other error as -32603 with its message.
+func (c *Conn) ReplyError(id json.RawMessage, err error) error {
+	if !c.finish(id) {
+		return ErrNotInFlight
+	}
+	return c.writeError(id, AsError(err))
+}
+
+// writeError writes an error response to id (nil for null).
+func (c *Conn) writeError(id json.RawMessage, e *Error) error {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return c.out.write(func(b *bytes.Buffer) error {
+		b.WriteString(`{"jsonrpc":"2.0","id":`)
+		b.Write(id)
+		b.WriteString(`,"error":`)
+		if err := encodeJSON(b, e.wire()); err != nil {
+			return fmt.Errorf("encoding error: %w", err)
+		}
+		b.WriteByte('}')
+		return nil
+	})
+}
+
+// answer writes the error reply to a message the handler never sees. id is
+// the JSON text of the id, nil for null.
+func (c *Conn) answer(id json.RawMessage, code int64, kind, msg string) error {
+	c.log.Warn("answering malformed message", "code", code, "reason", msg, "id", string(id))
+	return c.writeError(id, NewError(code, kind, msg))
+}
+
+// Notify sends a notification. params nil leaves the member out.
+func (c *Conn) Notify(method string, params any) error {
+	return c.out.write(func(b *bytes.Buffer) error {
+		b.WriteString(`{"jsonrpc":"2.0","method":`)
+		if err := encodeJSON(b, method); err != nil {
+			return err
+		}
+		if params != nil {
+			b.WriteString(`,"params":`)
+			if err := encodeJSON(b, params); err != nil {
+				return fmt.Errorf("encoding %s params: %w", method, err)
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	})
+}
+
+// encodeJSON appends v's encoding to b: a json.RawMessage as it is, any
+// other value through encoding/json without HTML escaping.
+func encodeJSON(b *bytes.Buffer, v any) error {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		b.Write(raw)
+		return nil
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode appends a newline
+	return nil
+}

@@ -1,0 +1,367 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// DefaultMaxFrameBytes is the largest message body a Conn accepts when
+// ConnOptions.MaxFrameBytes is not set.
+const DefaultMaxFrameBytes = 64 << 20
+
+const (
+	readBufferSize   = 64 << 10 // bufio buffer for the peer's input
+	maxHeaderLine    = 4 << 10  // longer header lines are malformed
+	idPrefixBytes    = 4 << 10  // how much of an oversized body is searched for its id
+	initialBodyAlloc = 64 << 10 // bodies grow from this as their bytes arrive
+	maxPooledBuffer  = 1 << 20  // frame buffers above this are not reused
+	headerRoom       = 40       // fits "Content-Length: " + 19 digits + "\r\n\r\n"
+	// rawWriteThreshold is the size above which a raw result is written in
+	// place rather than copied into a frame buffer.
+	rawWriteThreshold = 64 << 10
+)
+
+// frameReader reads the Language Server base protocol's frames: a header
+// block with a Content-Length, then that many bytes of body.
+//
+// A bad header block (no Content-Length, a non-numeric, negative or
+// overflowing length, a line without ':' or with a name that is not an
+// HTTP token, a line over 4 KiB, conflicting lengths) is reported as a
+// *headerError, after which the reader resynchronises on the next
+// "Content-Length:" in the input (case-insensitive, also found in the
+// middle of the offending line, so a body followed directly by the next
+// header recovers). Blank lines between frames are skipped. Header lines
+// may end in "\r\n" or "\n"; header names are case-insensitive; every
+// header other than Content-Length, Content-Type included, is ignored.
+type frameReader struct {
+	r   *bufio.Reader
+	max int64
+
+	line   []byte // current header line
+	carry  []byte // unread rest of a malformed line that holds a "Content-Length:"
+	resync bool   // after a bad header: skip input up to the next "Content-Length:"
+	prefix [idPrefixBytes]byte
+}
+
+func newFrameReader(r io.Reader, max int64) *frameReader {
+	if max <= 0 {
+		max = DefaultMaxFrameBytes
+	}
+	return &frameReader{r: bufio.NewReaderSize(r, readBufferSize), max: max}
+}
+
+// frame is one frame read: its body, or for a body over the limit only its
+// first bytes (head) and its length.
+type frame struct {
+	body     []byte
+	head     []byte // of an oversized body; valid until the next read
+	oversize int64  // the announced length of an oversized body; 0 otherwise
+}
+
+// next reads the next frame. It returns a *headerError for a bad header
+// block (reading may go on), io.EOF when the input ends between frames (or
+// while skipping input after a bad header), io.ErrUnexpectedEOF when it
+// ends inside a header block or a body, and the error of a failed read.
+func (fr *frameReader) next() (frame, error) {
+	n, err := fr.readHeader()
+	if err != nil {
+		if _, ok := err.(*headerError); ok {
+			fr.resync = true
+		}
+		return frame{}, err
+	}
+	if n > fr.max {
+		head, err := fr.skip(n)
+		return frame{head: head, oversize: n}, err
+	}
+	body, err := fr.readBody(n)
+	return frame{body: body}, err
+}
+
+type headerError struct{ msg string }
+
+func (e *headerError) Error() string { return e.msg }
+
+func badHeader(format string, args ...any) error {
+	return &headerError{msg: fmt.Sprintf(format, args...)}
+}
+
+// readHeader reads one header block and returns its Content-Length.
+func (fr *frameReader) readHeader() (int64, error) {
+	length := int64(-1)
+	inBlock := false
+	for {
+		line, long, n, err := fr.readLine()
+		if err != nil {
+			if err != io.EOF {
+				return 0, fmt.Errorf("reading message header: %w", err)
+			}
+			if fr.resync || (n == 0 && !inBlock) {
+				return 0, io.EOF
+			}
+			return 0, io.ErrUnexpectedEOF
+		}
+		if fr.resync {
+			i := indexMarker(line, 0)
+			if i < 0 {
+				continue
+			}
+			line, long = line[i:], false
+			fr.resync = false
+		}
+		if len(line) == 0 {
+			if !inBlock {
+				continue // stray blank line between frames
+			}
+			if length < 0 {
+				return 0, badHeader("no Content-Length header")
+			}
+			return length, nil
+		}
+		inBlock = true
+		if long {
+			return 0, fr.badLine(line, "header line longer than %d bytes", maxHeaderLine)
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			return 0, fr.badLine(line, "line %s has no ':'", quote(line))
+		}
+		if !isToken(line[:colon]) {
+			return 0, fr.badLine(line, "line %s has no valid header name", quote(line))
+		}
+		if !equalFold(line[:colon], "content-length") {
+			continue // Content-Type and any other header are ignored
+		}
+		v, ok := parseDecimal(bytes.Trim(line[colon+1:], " \t"))
+		if !ok {
+			return 0, fr.badLine(line, "invalid Content-Length %s", quote(line[colon+1:]))
+		}
+		if length >= 0 && v != length {
+			return 0, fr.badLine(line, "conflicting Content-Length headers (%d and %d)", length, v)
+		}
+		length = v
+	}
+}
+
+// badLine builds the error for a malformed header line. If the line holds a
+// "Content-Length:" past its start (a body without its own line ending,
+// followed by the next header), the rest of the line from there is read
+// again after the error is answered.
+func (fr *frameReader) badLine(line []byte, format string, args ...any) error {
+	if i := indexMarker(line, 1); i > 0 {
+		fr.carry = append(fr.carry[:0], line[i:]...)
+	}
+	return badHeader(format, args...)
+}
+
+// readLine reads one line without its line ending. A line longer than
+// maxHeaderLine is consumed whole and returned truncated, with long set. n is
+// how many bytes were consumed.
+func (fr *frameReader) readLine() (line []byte, long bool, n int, err error) {
+	if fr.carry != nil {
+		line = append(fr.line[:0], fr.carry...)
+		fr.line, fr.carry = line, nil
+		return line, false, len(line), nil
+	}
+	fr.line = fr.line[:0]
+	for {
+		chunk, err := fr.r.ReadSlice('\n')
+		n += len(chunk)
+		if room := maxHeaderLine + 2 - len(fr.line); room > 0 {
+			fr.line = append(fr.line, chunk[:min(room, len(chunk))]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return nil, false, n, err
+		}
+		break
+	}
+	line = bytes.TrimSuffix(fr.line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if n > maxHeaderLine+2 {
+		return line[:min(len(line), maxHeaderLine)], true, n, nil
+	}
+	return line, false, n, nil
+}
+
+// readBody reads n body bytes. Memory grows with the bytes that arrive, not
+// with the length announced.
+func (fr *frameReader) readBody(n int64) ([]byte, error) {
+	size := int(n)
+	buf := make([]byte, 0, min(size, initialBodyAlloc))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), size-len(buf)))
+		}
+		m, err := io.ReadFull(fr.r, buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, unexpected(err)
+		}
+	}
+	return buf, nil
+}
+
+// skip consumes a body of n bytes, over the limit, keeping only its first
+// few KiB (to find its id in).
+func (fr *frameReader) skip(n int64) ([]byte, error) {
+	head := fr.prefix[:min(n, int64(len(fr.prefix)))]
+	if _, err := io.ReadFull(fr.r, head); err != nil {
+		return nil, unexpected(err)
+	}
+	for rest := n - int64(len(head)); rest > 0; {
+		d, err := fr.r.Discard(int(min(rest, 1<<30)))
+		rest -= int64(d)
+		if err != nil {
+			return nil, unexpected(err)
+		}
+	}
+	return head, nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading message body: %w", err)
+}
+
+const marker = "content-length:"
+
+// indexMarker returns the index of the first case-insensitive
+// "content-length:" in line at or after from, or -1.
+func indexMarker(line []byte, from int) int {
+	for i := from; i+len(marker) <= len(line); i++ {
+		if equalFold(line[i:i+len(marker)], marker) {
+			return i
+		}
+	}
+	return -1
+}
+
+// equalFold reports whether b equals the lower-case ASCII string lower,
+// ignoring ASCII case.
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether b is an HTTP header name (RFC 9110 token).
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', isDigit(c):
+		case bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// parseDecimal parses b as a non-negative int64 written with digits only.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0') // 19 digits fit in a uint64
+	}
+	return int64(n), n <= math.MaxInt64
+}
+
+// quote renders a piece of a malformed line for an error message.
+func quote(b []byte) string {
+	const limit = 64
+	if len(b) > limit {
+		return strconv.Quote(string(b[:limit])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// frameWriter is the one writer of a connection's outgoing frames: every
+// message leaves through it, each frame whole under one lock, in a single
+// Write where it fits in a pooled buffer.
+type frameWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	bufs sync.Pool // *bytes.Buffer
+}
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	fw := &frameWriter{w: w}
+	fw.bufs.New = func() any { return new(bytes.Buffer) }
+	return fw
+}
+
+// write frames the body that fill appends to a buffer and writes it. The
+// buffer has room for the header in front, so that header and body leave
+// in one Write without copying the body again.
+func (fw *frameWriter) write(fill func(*bytes.Buffer) error) error {
+	buf := fw.bufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			fw.bufs.Put(buf)
+		}
+	}()
+	var room [headerRoom]byte
+	buf.Reset()
+	buf.Write(room[:])
+	if err := fill(buf); err != nil {
+		return err
+	}
+	b := buf.Bytes()
+	var hdr [headerRoom]byte
+	h := appendHeader(hdr[:0], len(b)-headerRoom)
+	start := headerRoom - len(h)
+	copy(b[start:], h)
+	return fw.writeParts(b[start:])
+}
+
+// writeParts writes one frame given in parts (a header with the head of
+// the body, a large payload, the tail), in order, under the lock: a large
+// payload goes out without being copied into a frame buffer first.
+func (fw *frameWriter) writeParts(parts ...[]byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for _, p := range parts {
+		if _, err := fw.w.Write(p); err != nil {
+			return fmt.Errorf("writing message: %w", err)
+		}
+	}
+	return nil
+}
+
+func appendHeader(dst []byte, n int) []byte {
+	dst = append(dst, "Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	return append(dst, "\r\n\r\n"...)
+}

@@ -1,0 +1,157 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// toolsSearch ranks the session catalog for a query (catalog/search). Like
+// tools/list it answers from a current catalog: startups in flight are
+// waited for and stale catalogs refreshed first; dormant servers are
+// searched in their cached catalog without being started.
+func (s *Server) toolsSearch(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ToolsSearchParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return result{}, invalidParams("query is required")
+	}
+	if p.Limit < 0 {
+		return result{}, invalidParams(fmt.Sprintf("limit must not be negative, got %d", p.Limit))
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	scs, err := sess.selectServers(p.Servers)
+	if err != nil {
+		return result{}, err
+	}
+	if err := sess.current(ctx, scs); err != nil {
+		return result{}, err
+	}
+	opt := search.Options{Limit: p.Limit}
+	if p.Servers != nil {
+		opt.Servers = p.Servers
+	}
+	found, err := sess.searchIndex().Search(p.Query, opt)
+	if err != nil {
+		if errors.Is(err, search.ErrEmptyQuery) {
+			return result{}, invalidParams(fmt.Sprintf("query %q has nothing to search for", p.Query))
+		}
+		return result{}, invalidParams(fmt.Sprintf("query %q: %v", p.Query, err))
+	}
+	res := protocol.ToolsSearchResult{Results: make([]protocol.ToolSearchResult, len(found))}
+	for i, r := range found {
+		res.Results[i] = protocol.ToolSearchResult(r)
+		// Three decimals order results as well and cost the model fewer
+		// tokens.
+		res.Results[i].Score = math.Round(r.Score*1000) / 1000
+	}
+	return result{value: res}, nil
+}
+
+// toolsGetWire is protocol.ToolsGetResult as sent: each tool as tools/list
+// shows it.
+type toolsGetWire struct {
+	Tools   []json.RawMessage `json:"tools"`
+	Missing []string          `json:"missing"`
+}
+
+// toolsGet returns the full definitions of tools the host found with
+// tools/search (or listed with schemas: false), in the order asked. Names
+// the catalog does not have are returned in missing, not as an error: one
+// stale name must not cost the model the others.
+func (s *Server) toolsGet(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ToolsGetParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	if p.Names == nil {
+		return result{}, invalidParams("names is required")
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return result{}, err
+	}
+	cat := sess.snapshot()
+	// The servers of the names asked for must be current; a name not in
+	// the catalog may yet be published by a startup in flight or a stale
+	// catalog, so then every server is brought up to date.
+	var scs []*serverConn
+	for _, n := range p.Names {
+		ref, ok := cat.byName[n]
+		if !ok {
+			scs = sess.allServers()
+			break
+		}
+		if !slices.Contains(scs, ref.sc) {
+			scs = append(scs, ref.sc)
+		}
+	}
+	if err := sess.current(ctx, scs); err != nil {
+		return result{}, err
+	}
+	cat = sess.snapshot()
+	res := toolsGetWire{Tools: []json.RawMessage{}, Missing: []string{}}
+	var seen []string
+	for _, n := range p.Names {
+		if slices.Contains(seen, n) {
+			continue
+		}
+		seen = append(seen, n)
+		if ref, ok := cat.byName[n]; ok {
+			res.Tools = append(res.Tools, ref.wire)
+		} else {
+			res.Missing = append(res.Missing, n)
+		}
+	}
+	return result{value: res}, nil
+}
+
+// current waits for the startups in flight among scs and refreshes their
+// catalogs a notification marked stale, so that what is served next is
+// current (each startup is bounded by its own startup_timeout_sec).
+func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
+	if err := waitStarting(ctx, scs); err != nil {
+		return callerError(ctx, err)
+	}
+	for _, sc := range scs {
+		sc.refreshIfStale(ctx)
+	}
+	return nil
+}
+
+func invalidParams(msg string) *protocol.Error {
+	return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, msg)
+}
+
+// catalogSize is the number of tools and their estimated tokens per server
+// of the session catalog.
+func (cat sessionCatalog) catalogSize() map[string][2]int {
+	size := map[string][2]int{}
+	for i, t := range cat.tools {
+		s := size[t.Server]
+		s[0]++
+		s[1] += cat.tokens[i]
+		size[t.Server] = s
+	}
+	return size
+}
+
+// hasCatalog reports whether the server's tools are in the session
+// catalog (live or cached).
+func (sc *serverConn) hasCatalog() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.catalogSrc != protocol.CatalogNone && sc.state != protocol.StateDisabled
+}
