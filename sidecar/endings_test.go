@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
@@ -173,7 +171,7 @@ func TestLostConnectionThenEnding(t *testing.T) {
 			w := startWrapped(t, script, tool("crash", "crash"))
 			var res json.RawMessage
 			err := w.c.Call(w.ctx, protocol.MethodToolsCall, map[string]any{"sessionId": w.sid, "name": "mcp__s__crash"}, &res)
-			var rpcErr *jsonrpc2.Error
+			var rpcErr *protocol.Error
 			if !errors.As(err, &rpcErr) || rpcErr.Code != protocol.CodeConnectionLost {
 				t.Fatalf("crashing call: %v, want -32015", err)
 			}
