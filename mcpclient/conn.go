@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,6 +100,10 @@ type Options struct {
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
 	HTTPClient *http.Client
+	// OAuth authorizes a Streamable HTTP connection: it supplies the
+	// bearer token of every request and is asked to authorize on 401 and
+	// 403 (package oauth). Nil: no OAuth.
+	OAuth auth.OAuthHandler
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before
 	// SIGKILL. Defaults 2 s each.
@@ -150,6 +155,9 @@ type Conn struct {
 	proc      *process         // nil for http
 	http      *headerTransport // nil for stdio
 	raw       *rawConn         // nil for http
+	// rawCalls carries tools/call over stdio outside go-sdk (rawcall.go);
+	// nil for http.
+	rawCalls *rawCalls
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
@@ -241,8 +249,9 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, err
 		}
 		c.proc = p
+		c.rawCalls = &rawCalls{}
 		transport = &rawTransport{
-			inner:      &lineTransport{lines: p.stdout, w: p.stdin, writeFailed: c.inputClosed},
+			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls, writeFailed: c.inputClosed},
 			onConn:     func(rc *rawConn) { c.raw = rc },
 			onProgress: opts.Handlers.Progress,
 			onNotify: map[string]func(){
@@ -528,6 +537,9 @@ func (c *Conn) monitor() {
 	if c.proc != nil {
 		c.proc.stop(c.opts.CloseGrace, c.opts.TermGrace)
 	}
+	if c.rawCalls != nil {
+		c.rawCalls.bg.Wait() // the pipe is closed: they have ended
+	}
 	<-sessionClosed
 	close(c.cleaned)
 }
@@ -681,10 +693,22 @@ func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMe
 // meta the _meta entries; json.RawMessage values go out with their bytes.
 // The map is copied: go-sdk may add keys to the one it sends.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	return c.callTool(ctx, name, args, meta, nil)
+}
+
+// callTool is CallTool with the task parameter when task is not nil. Over
+// stdio it takes the raw path (rawcall.go).
+func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	} else if !json.Valid(args) {
 		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+	}
+	if c.rawCallsUsable() {
+		return c.callToolRaw(ctx, name, args, meta, task)
+	}
+	if task != nil {
+		ctx = withRewrite(ctx, &rewrite{add: map[string]json.RawMessage{"task": task}})
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if len(meta) > 0 {

@@ -26,13 +26,18 @@ import (
 type lineTransport struct {
 	lines *lineReader
 	w     io.WriteCloser
+	raw   *rawCalls // the tools/call requests written outside go-sdk; may be nil
 	// writeFailed is told of the first failed write: the server no longer
 	// reads its stdin, and the connection cannot be used.
 	writeFailed func(error)
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &lineConn{lines: t.lines, w: t.w, writeFailed: t.writeFailed}, nil
+	lc := &lineConn{lines: t.lines, w: t.w, raw: t.raw, writeFailed: t.writeFailed}
+	if t.raw != nil {
+		t.raw.conn = lc
+	}
+	return lc, nil
 }
 
 // errInputClosed wraps a failed write to the server's stdin (EPIPE when
@@ -41,6 +46,7 @@ var errInputClosed = errors.New("the server closed its input")
 
 type lineConn struct {
 	lines *lineReader
+	raw   *rawCalls
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
 	wmu         sync.Mutex
@@ -59,6 +65,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		line, err := c.lines.readLine()
 		if err != nil {
 			return nil, err
+		}
+		if c.raw != nil && c.raw.take(line) {
+			continue // the answer to a call written outside go-sdk
 		}
 		if line[0] == '[' {
 			var items []json.RawMessage
@@ -214,15 +223,34 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	} else {
 		_, err = c.w.Write(append(data, '\n'))
 	}
-	if err != nil && !errors.Is(err, os.ErrClosed) {
-		// os.ErrClosed: we closed stdin ourselves (Close); anything else
-		// means the server stopped reading.
-		err = fmt.Errorf("%w: %w", errInputClosed, err)
-		if c.writeFailed != nil {
-			c.writeFailed(err)
-		}
+	return c.writeErr(err)
+}
+
+// writeErr says what a failed write means: os.ErrClosed, that we closed
+// stdin ourselves (Close); anything else, that the server stopped reading,
+// which ends the connection.
+func (c *lineConn) writeErr(err error) error {
+	if err == nil || errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	err = fmt.Errorf("%w: %w", errInputClosed, err)
+	if c.writeFailed != nil {
+		c.writeFailed(err)
 	}
 	return err
+}
+
+// writeParts writes one message given in parts, in order, under the write
+// lock; the last part ends with the newline.
+func (c *lineConn) writeParts(parts ...[]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for _, p := range parts {
+		if _, err := c.w.Write(p); err != nil {
+			return c.writeErr(err)
+		}
+	}
+	return nil
 }
 
 func (c *lineConn) Close() error {

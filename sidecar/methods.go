@@ -56,7 +56,7 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 		sc.mu.Lock()
 		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
 			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
-		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
+		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected || sc.state == protocol.StateNeedsAuthorization {
 			entry.Error = sc.lastErr
 		}
 		sc.mu.Unlock()
@@ -316,7 +316,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid, protocol.StateNeedsAuthorization:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -749,6 +749,7 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
 		st := sc.status(launcher)
+		st.Authorization = sc.authorizationStatus(st.State)
 		if sc.hasCatalog() {
 			n := size[sc.name]
 			tools, tokens := n[0], n[1]
