@@ -722,6 +722,11 @@ func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, 
 	})
 }
 
+// codeRejected is the code of go-sdk's jsonrpc2.ErrRejected, which its
+// transports return for a request they did not send. A server's own
+// -32005 answer is captured raw and never reaches the check that uses it.
+const codeRejected = -32005
+
 // call runs one go-sdk request and returns the raw result the transport
 // captured for it.
 func (c *Conn) call(ctx context.Context, method string, send func(context.Context) (any, error)) (json.RawMessage, error) {
@@ -772,6 +777,12 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
 	}
 	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeRejected {
+		// go-sdk's own ErrRejected: the transport did not send the request
+		// (an OAuth authorization that did not complete, for one). The
+		// server said nothing; what the transport was told says why.
+		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	}
 	if errors.As(err, &we) {
 		return nil, &ServerError{Server: c.name, Method: method, Code: we.Code, Message: we.Message, Data: we.Data}
 	}

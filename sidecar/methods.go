@@ -379,6 +379,10 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 	if ctx.Err() != nil {
 		return cancelledError()
 	}
+	if pe, ok := sc.authorizationError(err); ok {
+		pe.Data.Tool = tool
+		return pe
+	}
 	var se *mcpclient.ServerError
 	if errors.As(err, &se) {
 		code := se.Code

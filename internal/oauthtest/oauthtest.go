@@ -345,6 +345,9 @@ type ServerConfig struct {
 	// ToolScopes are extra scopes a tool call needs: a call without them
 	// gets 403 insufficient_scope naming all the scopes it needs.
 	ToolScopes map[string][]string
+	// OpenHandshake lets initialize and notifications through without a
+	// token: only the requests after them need one.
+	OpenHandshake bool
 }
 
 // Server is an MCP server (go-sdk's, over Streamable HTTP) that needs a
@@ -397,7 +400,11 @@ func NewServer(t testing.TB, as *AuthServer, cfg ServerConfig) *Server {
 		return &auth.TokenInfo{Scopes: scopes, Expiration: time.Now().Add(time.Hour)}, nil
 	}
 	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm, Scopes: cfg.Scopes})
-	mux.Handle("/mcp", s.record(bearer(s.stepUp(h, prm))))
+	protected := bearer(s.stepUp(h, prm))
+	if cfg.OpenHandshake {
+		protected = openHandshake(h, protected)
+	}
+	mux.Handle("/mcp", s.record(protected))
 	return s
 }
 
@@ -514,6 +521,33 @@ func (s *Server) stepUp(next http.Handler, prm string) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// openHandshake sends initialize, notifications and session GET/DELETE
+// to open, everything else to protected.
+func openHandshake(open, protected http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			open.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method == "initialize" || msg.ID == nil {
+			open.ServeHTTP(w, r)
+			return
+		}
+		protected.ServeHTTP(w, r)
 	})
 }
 
