@@ -40,9 +40,14 @@ type oauthSetup struct {
 // answers mcp/authorize (after it is recorded).
 func newOAuthSetup(t *testing.T, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
 	t.Helper()
+	return newOAuthSetupWith(t, oauthtest.ServerConfig{}, hooks, answer)
+}
+
+func newOAuthSetupWith(t *testing.T, scfg oauthtest.ServerConfig, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
+	t.Helper()
 	o := &oauthSetup{clock: newFakeClock(), credsDir: filepath.Join(t.TempDir(), "credentials")}
 	o.as = oauthtest.NewAuthServer(t, oauthtest.Config{})
-	o.server = oauthtest.NewServer(t, o.as, oauthtest.ServerConfig{})
+	o.server = oauthtest.NewServer(t, o.as, scfg)
 	hooks.Now = o.clock.Now
 	o.h = newHookedHarness(t, hooks)
 	o.h.onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -87,6 +92,14 @@ func (o *oauthSetup) init(caps map[string]any, cfg *config.ServerConfig) {
 		extra["capabilities"] = caps
 	}
 	o.h.initialize(map[string]*config.ServerConfig{"remote": cfg}, extra)
+}
+
+// startSession initializes with capabilities.authorization and opens
+// session s1, whose round 0 it waits for.
+func (o *oauthSetup) startSession() {
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.waitComplete("s1", 0)
 }
 
 func (o *oauthSetup) status(session string) protocol.ServerStatus {
@@ -260,9 +273,7 @@ func TestConcurrentSessionsShareOneAuthorization(t *testing.T) {
 
 func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.init(map[string]any{"authorization": map[string]any{}}, nil)
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	o.h.waitComplete("s1", 0)
+	o.startSession()
 	if err := o.echo("s1", "one"); err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +354,7 @@ func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
 
 func TestLogoutRemovesTheToken(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.init(map[string]any{"authorization": map[string]any{}}, nil)
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	o.h.waitComplete("s1", 0)
+	o.startSession()
 	var res protocol.LogoutResult
 	if err := o.h.call(protocol.MethodServersLogout, map[string]any{"sessionId": "s1", "server": "remote"}, &res); err != nil || !res.Removed {
 		t.Fatalf("servers/logout = %+v, %v; want removed", res, err)
@@ -398,5 +407,29 @@ func TestKeyringStoreIsRefusedClearly(t *testing.T) {
 	}
 	if len(o.requests()) != 0 {
 		t.Errorf("the host was asked to authorize a server whose token could not be kept")
+	}
+}
+
+// A server that lets the handshake through and asks for authorization on
+// its first listing, and a token revoked during use: both reach a host
+// without the capability as needs_authorization, not as a server error.
+func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
+	o := newOAuthSetupWith(t, oauthtest.ServerConfig{OpenHandshake: true}, sidecar.Hooks{}, nil)
+	o.init(nil, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	c := o.h.waitComplete("s1", 0)
+	if len(c.NeedsAuthorization) != 1 || c.NeedsAuthorization[0].AuthorizationURL == "" {
+		t.Fatalf("startupComplete %+v: want remote in needsAuthorization with a URL", c)
+	}
+	if _, status, err := oauthtest.Browse(o.h.ctx, c.NeedsAuthorization[0].AuthorizationURL); err != nil || status != 200 {
+		t.Fatalf("browse: %d, %v", status, err)
+	}
+	if c := o.h.waitComplete("s1", 1); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("round 1 %+v, want remote ready", c)
+	}
+	o.as.RevokeAll()
+	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindNeedsAuthorization || data.AuthorizationURL == "" || data.Tool != "echo" {
+		t.Errorf("tools/call after revocation: data %+v, want needs_authorization for echo with a URL", data)
 	}
 }
