@@ -282,15 +282,17 @@ func (t *headerTransport) describe(req *http.Request, err error) error {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		what = fmt.Sprintf("%s closed the connection without an answer", t.url)
 	}
-	return &unreachableError{prefix: t.prefix(), what: what, err: err}
+	return &unreachableError{prefix: t.prefix(), what: what + t.definedIn(), err: err}
 }
 
-// prefix names the server and the file that defines it.
-func (t *headerTransport) prefix() string {
+// prefix names the server; definedIn the file that defines it.
+func (t *headerTransport) prefix() string { return fmt.Sprintf("server %q", t.server) }
+
+func (t *headerTransport) definedIn() string {
 	if t.source == "" {
-		return fmt.Sprintf("server %q", t.server)
+		return ""
 	}
-	return fmt.Sprintf("server %q (defined in %s)", t.server, t.source)
+	return fmt.Sprintf(" (server defined in %s)", t.source)
 }
 
 // note records err as the failure that explains a startup, unless the
@@ -338,7 +340,7 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	default:
 		what = fmt.Sprintf("%s answered %s", t.url, resp.Status)
 	}
-	t.failure = &httpStatusError{prefix: t.prefix(), what: what, status: resp.StatusCode}
+	t.failure = &httpStatusError{prefix: t.prefix(), what: what + t.definedIn(), status: resp.StatusCode}
 }
 
 // startupFailure is the failure noted before the server ever answered

@@ -102,7 +102,8 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		return result{}, err
 	}
 	for _, e := range loaded.Errors {
-		s.logger.Warn("config error", "problem", e.Error())
+		// The host has them in the result; the log is for its operators.
+		s.logger.Info("config error", "problem", e.Error())
 	}
 	for _, w := range loaded.Warnings {
 		s.logger.Info("config warning", "problem", w.Error())
