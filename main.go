@@ -9,15 +9,34 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peoplecli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is set at build time with -ldflags "-X main.version=..."
+// (scripts/release.sh stamps it from git); main replaces the default with
+// the module version of a binary built by `go install ...@vX.Y.Z`.
+var version = devVersion
+
+const devVersion = "0.1.0-dev"
+
+// moduleVersion is the version go install recorded in the binary ("1.2.3"
+// for v1.2.3), or "" for a build from a checkout.
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		return ""
+	}
+	return strings.TrimPrefix(bi.Main.Version, "v")
+}
 
 func main() {
+	if v := moduleVersion(); version == devVersion && v != "" {
+		version = v
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

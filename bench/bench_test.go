@@ -3,7 +3,6 @@ package bench
 import (
 	"flag"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -17,24 +16,29 @@ import (
 // Custom metrics (b.ReportMetric) carry the figures that are not per-op
 // times: listings, spawned processes, RSS, goroutines, payload copies.
 
-// BenchmarkCall is measurement 1: an echo tools/call through the host
-// protocol and the sidecar against a direct go-sdk client of the same
-// stdio server, with 1, 8 and 64 calls in flight.
+// BenchmarkCall is measurement 1: an echo tools/call on a stdio server
+// (the go-sdk fixture; server-everything when setup.sh installed it)
+// through each contender (direct client, floor relay, sidecar process),
+// with 1, 8 and 64 calls in flight.
 func BenchmarkCall(b *testing.B) {
-	p := setupCallPaths(b, true)
-	for _, conc := range []int{1, 8, 64} {
-		for _, via := range callVias {
-			b.Run(fmt.Sprintf("conc=%d/via=%s", conc, via), func(b *testing.B) {
-				op := p.op(via)
-				b.ReportAllocs()
-				b.ResetTimer()
-				tput, err := throughput(conc, b.N, op)
-				if err != nil {
-					b.Fatal(err)
+	for _, kind := range []string{"fixture", "everything"} {
+		b.Run("server="+kind, func(b *testing.B) {
+			p := setupCallPaths(b, kind)
+			for _, conc := range []int{1, 8, 64} {
+				for _, via := range contenderNames {
+					b.Run(fmt.Sprintf("conc=%d/via=%s", conc, via), func(b *testing.B) {
+						op := p.op(via)
+						b.ReportAllocs()
+						b.ResetTimer()
+						tput, err := throughput(conc, b.N, op)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(tput, "calls/s")
+					})
 				}
-				b.ReportMetric(tput, "calls/s")
-			})
-		}
+			}
+		})
 	}
 }
 
@@ -180,31 +184,24 @@ func BenchmarkListChanged(b *testing.B) {
 }
 
 // BenchmarkPayload is measurement 7: a 10 MiB tool result and a 1 MiB
-// argument through the sidecar against direct (and against the host alone,
-// replayed). copies/op is bytes allocated per payload byte.
+// argument through each contender. peak-RSS-copies is how far the process
+// between host and server (floor relay, sidecar) rises above its resting
+// RSS during one call, in payload sizes.
 func BenchmarkPayload(b *testing.B) {
-	p := setupPayload(b, true)
+	p := setupPayload(b)
 	for _, dir := range []string{"result", "argument"} {
-		size := resultBytes
-		if dir == "argument" {
-			size = argBytes
-		}
-		for _, via := range []string{"direct", "sidecar", "sidecar-process", "replay"} {
+		_, _, size, _ := payloadCall(dir)
+		for _, via := range contenderNames {
 			b.Run(fmt.Sprintf("dir=%s/via=%s", dir, via), func(b *testing.B) {
 				op := p.op(dir, via)
 				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
 				for b.Loop() {
 					if err := op(); err != nil {
 						b.Fatal(err)
 					}
 				}
-				runtime.ReadMemStats(&m1)
-				b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(size)/float64(b.N), "alloc-copies/op")
-				if via == "sidecar-process" {
-					b.ReportMetric(peakCopies(b, dir), "peak-RSS-copies")
+				if via != "direct" {
+					b.ReportMetric(peakCopies(b, dir, via), "peak-RSS-copies")
 				}
 			})
 		}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -29,82 +26,76 @@ import (
 
 var echoArgs = json.RawMessage(`{"text":"hello"}`)
 
-// callPaths is one stdio fixture server with an echo tool, reachable three
-// ways: directly, through an in-process sidecar, through a sidecar process.
-type callPaths struct {
-	direct     *direct
-	inproc     *host
-	inprocSess string
-	proc       *host
-	procSess   string
+func fixtureEcho() *config.ServerConfig {
+	return fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}})
 }
 
-func setupCallPaths(tb testing.TB, withProcess bool) *callPaths {
+// callPaths is one stdio server with an echo tool ("fixture" or
+// "everything") behind each contender.
+type callPaths struct {
+	args json.RawMessage
+	via  map[string]contender
+}
+
+func setupCallPaths(tb testing.TB, kind string) *callPaths {
 	tb.Helper()
-	cfg := fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}})
-	servers := map[string]*config.ServerConfig{"s": cfg}
-	p := &callPaths{direct: startDirect(tb, cfg), inproc: startHost(tb, hostOptions{})}
-	p.inproc.initialize(servers, nil, "")
-	p.inprocSess, _ = p.inproc.open("eager", nil)
-	if withProcess {
-		p.proc = startHost(tb, hostOptions{process: true})
-		p.proc.initialize(servers, nil, "")
-		p.procSess, _ = p.proc.open("eager", nil)
+	cfg, args := echoServer(tb, kind)
+	p := &callPaths{args: args, via: map[string]contender{}}
+	for _, name := range contenderNames {
+		p.via[name] = startContender(tb, name, cfg)
 	}
 	return p
 }
 
-// op returns one echo call over the named path ("direct", "sidecar",
-// "sidecar-process").
-func (p *callPaths) op(via string) func() error {
-	switch via {
-	case "direct":
-		return func() error {
-			res, err := p.direct.callTool("echo", echoArgs)
-			if err == nil && res.IsError {
-				err = errors.New("echo failed")
-			}
-			return err
-		}
-	case "sidecar":
-		return func() error { _, err := p.inproc.callTool(p.inprocSess, "mcp__s__echo", echoArgs); return err }
-	case "sidecar-process":
-		return func() error { _, err := p.proc.callTool(p.procSess, "mcp__s__echo", echoArgs); return err }
-	}
-	panic("unknown path " + via)
-}
+// op returns one echo call through the named contender.
+func (p *callPaths) op(via string) func() error { return checkedCall(p.via[via], "echo", p.args) }
 
 type callFigures struct {
-	latency    map[string][]time.Duration
+	latency map[string][]time.Duration
+	// switches is the context switches per call of the process between
+	// host and server (floor relay, sidecar) while latency was sampled.
+	switches   map[string]float64
 	throughput map[string]map[int]float64 // via -> concurrency -> calls/s (median of runs)
 }
 
-var callVias = []string{"direct", "sidecar", "sidecar-process"}
-
-func measureCalls(tb testing.TB, reps int) callFigures {
-	p := setupCallPaths(tb, true)
-	f := callFigures{latency: map[string][]time.Duration{}, throughput: map[string]map[int]float64{}}
-	for _, via := range callVias {
+func measureCalls(tb testing.TB, kind string, reps int) callFigures {
+	tb.Helper()
+	p := setupCallPaths(tb, kind)
+	f := callFigures{latency: map[string][]time.Duration{}, switches: map[string]float64{}, throughput: map[string]map[int]float64{}}
+	for _, via := range contenderNames {
 		if _, err := sample(50, p.op(via)); err != nil { // warm up
 			tb.Fatalf("%s: %v", via, err)
 		}
 	}
 	// Interleaved blocks, so that drift on a shared machine hits every
-	// path alike.
+	// contender alike.
 	const blocks = 10
+	switches := map[string]int64{}
 	for range blocks {
-		for _, via := range callVias {
+		for _, via := range contenderNames {
+			pid := p.via[via].pid()
+			var before int64
+			if pid != 0 {
+				before, _ = ctxSwitches(pid)
+			}
 			ds, err := sample(max(reps/blocks, 1), p.op(via))
 			if err != nil {
 				tb.Fatalf("%s: %v", via, err)
 			}
+			if pid != 0 {
+				after, _ := ctxSwitches(pid)
+				switches[via] += after - before
+			}
 			f.latency[via] = append(f.latency[via], ds...)
 		}
+	}
+	for via, n := range switches {
+		f.switches[via] = float64(n) / float64(len(f.latency[via]))
 	}
 	runs := map[string]map[int][]float64{}
 	for range 3 {
 		for _, conc := range []int{1, 8, 64} {
-			for _, via := range callVias {
+			for _, via := range contenderNames {
 				tput, err := throughput(conc, max(reps, 64*4), p.op(via))
 				if err != nil {
 					tb.Fatalf("%s x%d: %v", via, conc, err)
@@ -499,13 +490,9 @@ const (
 	argBytes    = 1 * mib
 )
 
+// payloadPaths is the bench server behind each contender.
 type payloadPaths struct {
-	direct         *direct
-	inproc, proc   *host
-	inSess, prSess string
-	// replay hosts receive the sidecar's exact result bytes (result) and
-	// send the same argument (argument) with no sidecar behind them.
-	replayResult, replayArg caller
+	via map[string]contender
 }
 
 var (
@@ -513,39 +500,38 @@ var (
 	bigArgs  = json.RawMessage(`{"data":"` + strings.Repeat("y", argBytes) + `"}`)
 )
 
-func setupPayload(tb testing.TB, withProcess bool) *payloadPaths {
+func setupPayload(tb testing.TB) *payloadPaths {
 	tb.Helper()
 	cfg := benchServerConfig("s", serverSpec{})
-	servers := map[string]*config.ServerConfig{"s": cfg}
-	p := &payloadPaths{direct: startDirect(tb, cfg), inproc: startHost(tb, hostOptions{})}
-	p.inproc.initialize(servers, nil, "")
-	p.inSess, _ = p.inproc.open("eager", nil)
-	if withProcess {
-		p.proc = startHost(tb, hostOptions{process: true})
-		p.proc.initialize(servers, nil, "")
-		p.prSess, _ = p.proc.open("eager", nil)
+	p := &payloadPaths{via: map[string]contender{}}
+	for _, name := range contenderNames {
+		p.via[name] = startContender(tb, name, cfg)
 	}
-	res, err := p.inproc.callTool(p.inSess, "mcp__s__blob", blobArgs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p.replayResult = startReplayHost(tb, res, false)
-	res, err = p.inproc.callTool(p.inSess, "mcp__s__echo", bigArgs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p.replayArg = startReplayHost(tb, res, false)
 	return p
 }
 
-// op is one call: dir "result" (10 MiB back) or "argument" (1 MiB out),
-// via "direct", "sidecar", "sidecar-process" or "replay".
-func (p *payloadPaths) op(dir, via string) func() error {
-	tool, args, want := toolBlob, blobArgs, resultBytes
+// payloadCall is one call of dir "result" (10 MiB back) or "argument"
+// (1 MiB out): its tool, arguments and the least result size.
+func payloadCall(dir string) (tool string, args json.RawMessage, size, want int) {
 	if dir == "argument" {
-		tool, args, want = toolEcho, bigArgs, 0
+		return toolEcho, bigArgs, argBytes, 0
 	}
-	check := func(raw json.RawMessage, err error) error {
+	return toolBlob, blobArgs, resultBytes, resultBytes
+}
+
+// op is one call of dir through the contender via.
+func (p *payloadPaths) op(dir, via string) func() error {
+	return payloadOp(p.via[via], dir)
+}
+
+func payloadOp(c contender, dir string) func() error {
+	tool, args, _, want := payloadCall(dir)
+	call := checkedCall(c, tool, args)
+	return func() error {
+		if _, ok := c.(directContender); ok || want == 0 {
+			return call()
+		}
+		raw, err := c.callTool(tool, args)
 		if err != nil {
 			return err
 		}
@@ -554,67 +540,32 @@ func (p *payloadPaths) op(dir, via string) func() error {
 		}
 		return nil
 	}
-	params := map[string]any{"sessionId": p.inSess, "name": "mcp__s__" + tool, "arguments": args}
-	switch via {
-	case "direct":
-		return func() error {
-			res, err := p.direct.callTool(tool, args)
-			if err != nil {
-				return err
-			}
-			if dir == "result" {
-				if tc, ok := res.Content[0].(*mcp.TextContent); !ok || len(tc.Text) != resultBytes {
-					return errors.New("blob: short result")
-				}
-			}
-			return nil
-		}
-	case "sidecar":
-		return func() error { return check(p.inproc.callTool(p.inSess, "mcp__s__"+tool, args)) }
-	case "sidecar-process":
-		return func() error { return check(p.proc.callTool(p.prSess, "mcp__s__"+tool, args)) }
-	case "replay":
-		c := p.replayResult
-		if dir == "argument" {
-			c = p.replayArg
-		}
-		return func() error {
-			var raw json.RawMessage
-			err := callOn(c, protocol.MethodToolsCall, params, &raw)
-			return check(raw, err)
-		}
-	}
-	panic("unknown path " + via)
 }
 
-// peakCopies measures, in a fresh sidecar process (so that no heap grown
-// by earlier calls hides the peak), how far RSS rises above its resting
-// value during one call, in payload sizes. The peak includes garbage not
-// yet collected: it is what the machine has to provide.
-func peakCopies(tb testing.TB, dir string) float64 {
+// peakCopies measures, in a fresh process of the contender via (floor or
+// sidecar; so that no heap grown by earlier calls hides the peak), how far
+// RSS rises above its resting value during one call, in payload sizes. The
+// peak includes garbage not yet collected: it is what the machine has to
+// provide.
+func peakCopies(tb testing.TB, dir, via string) float64 {
 	tb.Helper()
-	size, tool, args := resultBytes, "mcp__s__"+toolBlob, blobArgs
-	if dir == "argument" {
-		size, tool, args = argBytes, "mcp__s__"+toolEcho, bigArgs
-	}
-	h := startHost(tb, hostOptions{process: true})
-	h.initialize(map[string]*config.ServerConfig{"s": benchServerConfig("s", serverSpec{})}, nil, "")
-	sess, _ := h.open("eager", nil)
-	if _, err := h.callTool(sess, "mcp__s__echo", echoArgs); err != nil {
+	_, _, size, _ := payloadCall(dir)
+	c := startContender(tb, via, benchServerConfig("s", serverSpec{}))
+	if err := checkedCall(c, toolEcho, echoArgs)(); err != nil {
 		tb.Fatal(err)
 	}
-	if err := resetHWM(h.pid); err != nil {
+	if err := resetHWM(c.pid()); err != nil {
 		tb.Skipf("cannot reset VmHWM: %v", err)
 	}
-	rss0, _, err := procStatus(h.pid)
+	rss0, _, err := procStatus(c.pid())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := h.callTool(sess, tool, args); err != nil {
+	if err := payloadOp(c, dir)(); err != nil {
 		tb.Fatal(err)
 	}
-	_, hwm, _ := procStatus(h.pid)
-	h.stop()
+	_, hwm, _ := procStatus(c.pid())
+	c.stop()
 	return float64(hwm-rss0) / float64(size)
 }
 

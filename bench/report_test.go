@@ -16,11 +16,21 @@ import (
 // the README's run; "0.2" a quick look).
 const reportEnv = "MCP_SIDECAR_BENCH_REPORT"
 
+// sectionsEnv limits TestReport to some measurements ("1,7": the call
+// path); unset means all.
+const sectionsEnv = "MCP_SIDECAR_BENCH_SECTIONS"
+
+type printer func(format string, args ...any)
+
 // TestReport runs the seven measurements of issue 8 with enough
 // repetitions for medians and p99, and prints a Markdown section for the
 // README (also written to the file named by MCP_SIDECAR_BENCH_REPORT_OUT):
 //
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/
+//
+// Measurements 1 and 7 (the call path) print a table of their own with
+// the three contenders side by side; the others one row each against
+// their baseline.
 func TestReport(t *testing.T) {
 	v := os.Getenv(reportEnv)
 	if v == "" {
@@ -31,35 +41,132 @@ func TestReport(t *testing.T) {
 		t.Fatalf("%s=%q: want a positive number (repetition scale)", reportEnv, v)
 	}
 	reps := func(n int) int { return max(int(float64(n)*scale), 3) }
-
-	var out bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&out, format, args...) }
-	p("Machine: %s. Command: `%s=%s go test -run TestReport -v -timeout 30m ./bench/`.\n\n", machine(), reportEnv, v)
-	p("| # | measurement | sidecar | baseline | ratio | goal |\n|---|---|---|---|---|---|\n")
-
-	// 1. Call overhead.
-	t.Log("1. call overhead")
-	cf := measureCalls(t, reps(2000))
-	med := func(via string) time.Duration { return median(cf.latency[via]) }
-	p99 := func(via string) time.Duration { return quantile(cf.latency[via], 0.99) }
-	for _, via := range []string{"sidecar", "sidecar-process"} {
-		ratio := float64(med(via)) / float64(med("direct"))
-		p("| 1 | echo tools/call latency, median (%s, n=%d) | %s | %s direct | %.2fx | < 1.3x: %s |\n",
-			via, len(cf.latency[via]), ms(med(via)), ms(med("direct")), ratio, verdict(ratio < 1.3))
-		p("| 1 | echo tools/call latency, p99 (%s) | %s | %s direct | %.2fx | |\n",
-			via, ms(p99(via)), ms(p99("direct")), float64(p99(via))/float64(p99("direct")))
-		for _, conc := range []int{1, 8, 64} {
-			r := cf.throughput[via][conc] / cf.throughput["direct"][conc]
-			goal := ""
-			if conc == 8 {
-				goal = ">= 0.8x: " + verdict(r >= 0.8)
-			}
-			p("| 1 | throughput, %d in flight (%s; median of 3 runs) | %.0f calls/s | %.0f calls/s direct | %.2fx | %s |\n",
-				conc, via, cf.throughput[via][conc], cf.throughput["direct"][conc], r, goal)
+	want := map[int]bool{}
+	for f := range strings.SplitSeq(os.Getenv(sectionsEnv), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			want[n] = true
 		}
 	}
+	all := len(want) == 0
 
-	// 2. Startup sharing.
+	var out bytes.Buffer
+	p := printer(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
+	p("Machine: %s. Command: `%s=%s go test -run TestReport -v -timeout 30m ./bench/`.\n\n", machine(), reportEnv, v)
+	if all || want[1] || want[7] {
+		reportCallPath(t, p, reps, all || want[1], all || want[7])
+	}
+	sections := []func(*testing.T, printer, func(int) int){nil, nil, reportSharing, reportLazy, reportCatalog, reportMemory, reportListChanged}
+	header := false
+	for n := 2; n <= 6; n++ {
+		if !all && !want[n] {
+			continue
+		}
+		if !header {
+			p("| # | measurement | sidecar | baseline | ratio | goal |\n|---|---|---|---|---|---|\n")
+			header = true
+		}
+		sections[n](t, p, reps)
+	}
+
+	fmt.Println(out.String())
+	if path := os.Getenv("MCP_SIDECAR_BENCH_REPORT_OUT"); path != "" {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// reportCallPath is measurements 1 (a small tools/call: latency,
+// throughput) and 7 (large payloads) as one table: direct client, floor
+// relay and sidecar process side by side, the sidecar's goals as ratios to
+// the floor.
+func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads bool) {
+	p("| # | measurement | direct | floor relay | sidecar | sidecar / floor | goal |\n|---|---|---|---|---|---|---|\n")
+	row := func(n int, what, direct, floor, sidecar string, ratio float64, goal string, ok bool) {
+		r := ""
+		if ratio > 0 {
+			r = fmt.Sprintf("%.2fx", ratio)
+		}
+		if goal != "" {
+			goal += ": " + verdict(ok)
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s |\n", n, what, direct, floor, sidecar, r, goal)
+	}
+	if calls {
+		for _, kind := range []string{"fixture", "everything"} {
+			if kind == "everything" {
+				if _, _, why := everythingEntry(); why != "" {
+					p("| 1 | echo on server-everything: skipped (%s) | | | | | |\n", why)
+					continue
+				}
+			}
+			t.Logf("1. call path, %s", kind)
+			cf := measureCalls(t, kind, reps(2000))
+			q := func(via string, x float64) time.Duration { return quantile(cf.latency[via], x) }
+			for _, x := range []struct {
+				name  string
+				q     float64
+				goal  string
+				limit float64
+			}{{"median", 0.5, "<= 1.1x", 1.1}, {"p99", 0.99, "<= 1.3x", 1.3}} {
+				r := float64(q("sidecar", x.q)) / float64(q("floor", x.q))
+				row(1, fmt.Sprintf("echo tools/call on %s, latency %s (n=%d each)", kind, x.name, len(cf.latency["sidecar"])),
+					ms(q("direct", x.q)), ms(q("floor", x.q)), ms(q("sidecar", x.q)), r, x.goal, r <= x.limit)
+			}
+			for _, conc := range []int{1, 8, 64} {
+				tp := cf.throughput
+				r := tp["sidecar"][conc] / tp["floor"][conc]
+				goal := ""
+				if conc == 8 {
+					goal = ">= 0.9x"
+				}
+				row(1, fmt.Sprintf("... throughput, %d in flight (calls/s, median of 3 runs)", conc),
+					fmt.Sprintf("%.0f", tp["direct"][conc]), fmt.Sprintf("%.0f", tp["floor"][conc]), fmt.Sprintf("%.0f", tp["sidecar"][conc]), r, goal, r >= 0.9)
+			}
+			row(1, "... context switches per call of the process in between", "", fmt.Sprintf("%.1f", cf.switches["floor"]),
+				fmt.Sprintf("%.1f", cf.switches["sidecar"]), cf.switches["sidecar"]/cf.switches["floor"], "", false)
+		}
+	}
+	if payloads {
+		t.Log("7. call path, large payloads")
+		pp := setupPayload(t)
+		for _, dir := range []string{"argument", "result"} {
+			what := "1 MiB argument (echo)"
+			if dir == "result" {
+				what = "10 MiB result (blob)"
+			}
+			times := map[string]time.Duration{}
+			var samples = map[string][]time.Duration{}
+			// Interleaved, as the calls above.
+			for range reps(10) {
+				for _, via := range contenderNames {
+					ds, err := sample(1, pp.op(dir, via))
+					if err != nil {
+						t.Fatal(err)
+					}
+					samples[via] = append(samples[via], ds...)
+				}
+			}
+			for via, ds := range samples {
+				times[via] = median(ds)
+			}
+			peaks := map[string][]float64{}
+			for range reps(3) {
+				for _, via := range []string{"floor", "sidecar"} {
+					peaks[via] = append(peaks[via], peakCopies(t, dir, via))
+				}
+			}
+			row(7, what+", median time (n="+strconv.Itoa(len(samples["sidecar"]))+")", ms(times["direct"]), ms(times["floor"]), ms(times["sidecar"]),
+				float64(times["sidecar"])/float64(times["floor"]), "", false)
+			row(7, "... peak RSS above rest of the process in between, in payloads (median)", "", fmt.Sprintf("%.1f", medianF(peaks["floor"])),
+				fmt.Sprintf("%.1f", medianF(peaks["sidecar"])), 0, "<= 3 copies", medianF(peaks["sidecar"]) <= 3)
+		}
+	}
+	p("\n")
+}
+
+// reportSharing is measurement 2: sharing one listing among the startups of a scope.
+func reportSharing(t *testing.T, p printer, reps func(int) int) {
 	t.Log("2. startup sharing")
 	var onT, offT []time.Duration
 	var onL, offL []float64
@@ -73,8 +180,10 @@ func TestReport(t *testing.T) {
 		sharingSessions, sharingDelayMs, medianF(onL), medianF(offL), medianF(onL)/medianF(offL), verdict(medianF(onL) < medianF(offL)))
 	p("| 2 | ... time until all %d ready, median of %d | %s | %s (sharing off) | %.2fx | |\n",
 		sharingSessions, len(onT), ms(median(onT)), ms(median(offT)), float64(median(onT))/float64(median(offT)))
+}
 
-	// 3. Lazy startup.
+// reportLazy is measurement 3: lazy startup from the disk cache.
+func reportLazy(t *testing.T, p printer, reps func(int) int) {
 	t.Log("3. lazy startup")
 	for _, kind := range []string{"everything", "fixture"} {
 		if kind == "everything" {
@@ -103,8 +212,10 @@ func TestReport(t *testing.T) {
 		p("| 3 | ten %s stdio servers (%d tools): session/open to full tools/list, lazy (warm disk cache) vs eager, medians | %s, %d processes spawned | %s eager | %.0fx faster | >= 20x, 0 spawned: %s |\n",
 			kind, tools, ms(median(lazyT)), spawned, ms(median(eagerT)), ratio, verdict(ratio >= 20 && spawned == 0))
 	}
+}
 
-	// 4. Catalog scale.
+// reportCatalog is measurement 4: large catalogs.
+func reportCatalog(t *testing.T, p printer, reps func(int) int) {
 	t.Log("4. catalog scale")
 	for _, shape := range catalogShapes {
 		cp := setupCatalog(t, shape)
@@ -123,8 +234,10 @@ func TestReport(t *testing.T) {
 			shape.tools(), shape.servers, float64(cp.respLen)/mib, ms(median(sd)), float64(median(sd).Microseconds())/float64(shape.tools()),
 			sa/mib, sa/float64(cp.respLen), ms(median(rd)), ra/mib, float64(median(sd))/float64(median(rd)))
 	}
+}
 
-	// 5. Memory.
+// reportMemory is measurement 5: memory per server and per session.
+func reportMemory(t *testing.T, p printer, reps func(int) int) {
 	t.Log("5. memory")
 	for _, n := range []int{0, 10, 50} {
 		var rss, hwm, gor []float64
@@ -146,8 +259,10 @@ func TestReport(t *testing.T) {
 		perRSS, perG = append(perRSS, r/1024), append(perG, g)
 	}
 	p("| 5 | each additional session (one server) | %.0f KiB RSS, %.1f goroutines | | | |\n", medianF(perRSS), medianF(perG))
+}
 
-	// 6. list_changed.
+// reportListChanged is measurement 6: list_changed storms.
+func reportListChanged(t *testing.T, p printer, reps func(int) int) {
 	t.Log("6. list_changed")
 	sp := setupStorm(t)
 	var lists, polls, notes []float64
@@ -173,43 +288,6 @@ func TestReport(t *testing.T) {
 	}
 	p("| 6 | one list_changed to the new tool called through the host protocol, median of %d | %s | %s (a plain tools/list through the host protocol) | %.1fx | same turn |\n",
 		len(callable), ms(median(callable)), ms(median(plain)), float64(median(callable))/float64(median(plain)))
-
-	// 7. Large payloads.
-	t.Log("7. large payloads")
-	pp := setupPayload(t, true)
-	for _, dir := range []string{"result", "argument"} {
-		size, what := resultBytes, "10 MiB tool result"
-		if dir == "argument" {
-			size, what = argBytes, "1 MiB argument"
-		}
-		times := map[string]time.Duration{}
-		allocs := map[string]float64{}
-		for _, via := range []string{"direct", "sidecar", "sidecar-process", "replay"} {
-			ds, err := sample(reps(10), pp.op(dir, via))
-			if err != nil {
-				t.Fatal(err)
-			}
-			times[via] = median(ds)
-			allocs[via], _ = allocated(2, pp.op(dir, via))
-		}
-		var peaks []float64
-		for range reps(3) {
-			peaks = append(peaks, peakCopies(t, dir))
-		}
-		sidecarCopies := (allocs["sidecar"] - allocs["replay"]) / float64(size)
-		p("| 7 | %s, median time (in process; process) | %s; %s | %s direct | %.2fx; %.2fx | |\n",
-			what, ms(times["sidecar"]), ms(times["sidecar-process"]), ms(times["direct"]),
-			float64(times["sidecar"])/float64(times["direct"]), float64(times["sidecar-process"])/float64(times["direct"]))
-		p("| 7 | ... memory: sidecar process peak RSS above rest; bytes the sidecar allocates (in process, host's share removed) | %.1f payloads peak; %.1f payloads allocated | direct client allocates %.1f payloads; the Go host alone %.1f | | <= 3 copies: %s |\n",
-			medianF(peaks), sidecarCopies, allocs["direct"]/float64(size), allocs["replay"]/float64(size), verdict(medianF(peaks) <= 3))
-	}
-
-	fmt.Println(out.String())
-	if path := os.Getenv("MCP_SIDECAR_BENCH_REPORT_OUT"); path != "" {
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
 }
 
 func verdict(ok bool) string {

@@ -31,6 +31,26 @@ const DefaultMaxCacheBytes = 32 << 20
 // and replace the file (Store overwrites it; Remove deletes it).
 var ErrCorrupt = errors.New("catalog cache file is unusable")
 
+// ErrUntrusted is matched (errors.Is) by the error of Load and Store for a
+// cache folder, and of Load for a cache file, that another user owns or
+// that group or others may write: a file planted there could feed a session
+// tools nobody listed. Such a folder is refused, never repaired; such a
+// file is replaced by the next Store.
+var ErrUntrusted = errors.New("catalog cache is not trusted")
+
+// UntrustedError names the folder or file that is not trusted and why. It
+// matches ErrUntrusted.
+type UntrustedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *UntrustedError) Error() string {
+	return fmt.Sprintf("catalog cache: %s is not trusted: %s", e.Path, e.Reason)
+}
+
+func (e *UntrustedError) Is(target error) bool { return target == ErrUntrusted }
+
 // CacheEntry is the cached catalog of one server in one discovery scope:
 // the raw tool definitions as the server listed them, before filters.
 type CacheEntry struct {
@@ -99,27 +119,54 @@ func (c *DiskCache) path(key string) (string, error) {
 	return filepath.Join(c.Dir, fmt.Sprintf("tools-v%d-%s.json", CacheVersion, key)), nil
 }
 
-// Load reads the entry of key. A missing file is (nil, nil). A file that
-// exists but cannot be used (including one writable by group or others) is
-// an error matching ErrCorrupt, naming the file and saying why. Other errors (permissions, I/O) are returned as they are.
+// Load reads the entry of key. A missing file (or folder) is (nil, nil).
+// A file that exists but cannot be used is an error matching ErrCorrupt
+// (not a regular file, oversized, damaged), or ErrUntrusted (the folder or
+// the file is another user's or writable by group or others), naming the
+// path and saying why. Load never blocks on what it finds: it looks before
+// it opens (lstat), opens without following a link and without waiting for
+// a writer (a FIFO), and checks that what it opened is the regular file it
+// looked at. Other errors (permissions, I/O) are returned as they are.
 func (c *DiskCache) Load(key string) (*CacheEntry, error) {
 	p, err := c.path(key)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	if err := c.checkDir(); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog cache: %w", err)
 	}
-	defer f.Close()
-	// A file others can write could feed a session tools nobody listed.
-	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o022 != 0 {
-		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("writable by group or others (mode %o)", st.Mode().Perm())}
-	}
 	limit := c.maxBytes()
+	if err := checkFile(p, fi, limit); err != nil {
+		return nil, err
+	}
+	f, err := openNoBlock(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // replaced by a concurrent Store's rename and gone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog cache: %w", err)
+	}
+	defer f.Close()
+	// What was opened is what was looked at (nothing swapped in between).
+	ofi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("catalog cache: %w", err)
+	}
+	if !os.SameFile(fi, ofi) {
+		// A Store renamed a new entry in between: check that one instead.
+		if err := checkFile(p, ofi, limit); err != nil {
+			return nil, err
+		}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("catalog cache: read %s: %w", p, err)
@@ -132,6 +179,42 @@ func (c *DiskCache) Load(key string) (*CacheEntry, error) {
 		return nil, &CorruptError{Path: p, Reason: err.Error()}
 	}
 	return e, nil
+}
+
+// checkFile says why the file p described by fi may not be read as an
+// entry: not a regular file, larger than limit, or not trusted.
+func checkFile(p string, fi fs.FileInfo, limit int64) error {
+	if !fi.Mode().IsRegular() {
+		return &CorruptError{Path: p, Reason: fmt.Sprintf("not a regular file (%s)", fi.Mode().Type())}
+	}
+	if fi.Size() > limit {
+		return &CorruptError{Path: p, Reason: fmt.Sprintf("larger than %d bytes", limit)}
+	}
+	if why := untrusted(fi); why != "" {
+		return &UntrustedError{Path: p, Reason: why}
+	}
+	return nil
+}
+
+// CheckDir reports whether the cache folder may be used: nil for a folder
+// of the current user that group and others cannot write; an error
+// matching fs.ErrNotExist when it does not exist yet (Store creates it,
+// 0700); an error matching ErrUntrusted when it is refused. A link to a
+// folder is followed: the folder it names is what is checked.
+func (c *DiskCache) CheckDir() error { return c.checkDir() }
+
+func (c *DiskCache) checkDir() error {
+	fi, err := os.Stat(c.Dir)
+	if err != nil {
+		return fmt.Errorf("catalog cache: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("catalog cache: %s is not a directory", c.Dir)
+	}
+	if why := untrusted(fi); why != "" {
+		return &UntrustedError{Path: c.Dir, Reason: why}
+	}
+	return nil
 }
 
 // CorruptError says why a cache file is unusable. It matches ErrCorrupt.
@@ -277,6 +360,11 @@ func (c *DiskCache) Store(key string, e *CacheEntry) error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return fmt.Errorf("catalog cache: create directory: %w", err)
 	}
+	// A folder others may write (or another user's) is refused as it is:
+	// entries written there could be replaced behind our back.
+	if err := c.checkDir(); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(c.Dir, ".tmp-"+filepath.Base(p)+"-*")
 	if err != nil {
 		return fmt.Errorf("catalog cache: cannot write in %s: %w", c.Dir, err)
@@ -302,7 +390,14 @@ func (c *DiskCache) Store(key string, e *CacheEntry) error {
 		return fmt.Errorf("catalog cache: close %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("catalog cache: %w", err)
+		// An empty folder planted at the entry's path would block every
+		// rename: it goes (anything else there is reported).
+		if fi, lerr := os.Lstat(p); lerr != nil || !fi.IsDir() || os.Remove(p) != nil {
+			return fmt.Errorf("catalog cache: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), p); err != nil {
+			return fmt.Errorf("catalog cache: %w", err)
+		}
 	}
 	done = true
 	// Make the rename itself durable; a failure here loses at most the

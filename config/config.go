@@ -101,11 +101,15 @@ type ToolConfig struct {
 	OutputTokenLimit int `json:"output_token_limit,omitempty" toml:"output_token_limit"`
 }
 
-// OAuthConfig is [mcp_servers.NAME.oauth].
+// OAuthConfig is [mcp_servers.NAME.oauth]. A pre-registered client's
+// secret is given only by the name of the environment variable that holds
+// it (ClientSecretEnvVar); a client id that is an https URL names a client
+// ID metadata document.
 type OAuthConfig struct {
-	ClientID     string `json:"client_id,omitempty" toml:"client_id"`
-	CallbackURL  string `json:"callback_url,omitempty" toml:"callback_url"`
-	CallbackPort *int   `json:"callback_port,omitempty" toml:"callback_port"`
+	ClientID           string `json:"client_id,omitempty" toml:"client_id"`
+	ClientSecretEnvVar string `json:"client_secret_env_var,omitempty" toml:"client_secret_env_var"`
+	CallbackURL        string `json:"callback_url,omitempty" toml:"callback_url"`
+	CallbackPort       *int   `json:"callback_port,omitempty" toml:"callback_port"`
 }
 
 // Approval modes of default_tools_approval_mode and tools.TOOL.approval_mode,

@@ -89,6 +89,8 @@ type serverDecoder struct {
 	envFileRaw string
 	disabled   *bool
 	timeout    *float64 // startup_timeout_ms, in seconds
+	// oauthScopes are Claude Code's oauth.scopes, applied by finish.
+	oauthScopes []string
 }
 
 func (sd *serverDecoder) errorf(key, format string, args ...any) {
@@ -435,30 +437,67 @@ func portLikeInt(v any) (int, bool) {
 	return 0, false
 }
 
-// oauth decodes [mcp_servers.NAME.oauth].
+// oauthKeys are the keys of the oauth table per dialect: Codex's
+// McpServerOAuthConfig (plus the sidecar's client_secret_env_var), Claude
+// Code's oauth object in .mcp.json, VS Code's in mcp.json.
+func (d dialect) oauthKeys() []string {
+	switch d {
+	case dialectClaude:
+		return []string{"clientId", "callbackPort", "scopes", "authServerMetadataUrl", "client_secret_env_var"}
+	case dialectVSCode:
+		return []string{"clientId", "client_secret_env_var"}
+	}
+	return []string{"client_id", "callback_url", "callback_port", "client_secret_env_var"}
+}
+
+// oauth decodes [mcp_servers.NAME.oauth] (the "oauth" object of client
+// files, in their own key names).
 func (sd *serverDecoder) oauth(key string, v any) *OAuthConfig {
 	m, ok := v.(map[string]any)
 	if !ok {
-		sd.errorf(key, "expected %s with client_id, callback_url and callback_port, got %s", sd.dialect.objectWord(), sd.kindOf(v))
+		sd.errorf(key, "expected %s with %s, got %s", sd.dialect.objectWord(), strings.Join(sd.dialect.oauthKeys(), ", "), sd.kindOf(v))
 		return nil
 	}
+	known := sd.dialect.oauthKeys()
 	o := &OAuthConfig{}
 	for _, k := range sortedKeys(m) {
 		ikey := key + "." + k
+		if !slices.Contains(known, k) {
+			if k == "client_secret" || k == "clientSecret" {
+				sd.errorf(ikey, "inline client secrets are refused; name the environment variable that holds it in client_secret_env_var")
+				continue
+			}
+			sd.warnf(ikey, "ignored: unknown key%s", hintFor(k, known))
+			continue
+		}
 		switch k {
-		case "client_id":
-			o.ClientID, _ = sd.str(ikey, m[k])
+		case "client_id", "clientId":
+			o.ClientID, _ = sd.expandedString(ikey, m[k])
+		case "client_secret_env_var":
+			if s, ok := sd.str(ikey, m[k]); ok {
+				if s == "" {
+					sd.errorf(ikey, "must not be empty")
+				}
+				o.ClientSecretEnvVar = s
+			}
 		case "callback_url":
 			o.CallbackURL, _ = sd.str(ikey, m[k])
-		case "callback_port":
+		case "callback_port", "callbackPort":
 			if port, ok := portNumber(m[k]); ok {
 				o.CallbackPort = &port
 			} else {
 				sd.errorf(ikey, "must be a port number from 0 to 65535")
 			}
-		default:
-			sd.warnf(ikey, "ignored: unknown key%s", hintFor(k, []string{"client_id", "callback_url", "callback_port"}))
+		case "scopes": // Claude Code: one space-separated string
+			if s, ok := sd.str(ikey, m[k]); ok {
+				sd.oauthScopes = strings.Fields(s)
+			}
+		case "authServerMetadataUrl":
+			sd.warnf(ikey, "ignored: mcp-sidecar discovers the authorization server from the MCP server (RFC 9728, RFC 8414)")
 		}
+	}
+	if o.ClientSecretEnvVar != "" && o.ClientID == "" {
+		sd.errorf(key+".client_secret_env_var", "needs a client id (%s)", known[0])
 	}
 	return o
 }
@@ -537,6 +576,13 @@ func (sd *serverDecoder) rename(codex, key string) {
 // disabled, startup_timeout_ms, and paths relative to the file.
 func (sd *serverDecoder) finish() {
 	c := sd.c
+	if sd.oauthScopes != nil {
+		if c.Scopes != nil {
+			sd.errorf("oauth.scopes", "set either scopes or oauth.scopes, not both")
+		} else {
+			c.Scopes = sd.oauthScopes
+		}
+	}
 	if sd.typSet {
 		sd.checkType()
 	}

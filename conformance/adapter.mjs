@@ -7,11 +7,25 @@
 //
 // Usage: node adapter.mjs <server-url>   (MCP_SIDECAR_BIN: the sidecar binary)
 // Exit status 0 when every step the scenario needs succeeded.
-import { SidecarHost } from './lib/host.mjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { SidecarHost, baseEnv } from './lib/host.mjs';
 
 const url = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 const SERVER = 'conformance';
+/** The scenario's context: pre-registered client credentials for auth/*. */
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
+const auth = scenario.startsWith('auth/');
+/**
+ * How this host takes part in OAuth (ADAPTER_AUTH_MODE): "browser" (the
+ * default) opens the URL and lets the redirect reach the sidecar; "redirect"
+ * catches the redirect itself (capabilities.authorization.redirect); "none"
+ * declares no capability, finds the URL in needs_authorization and opens it
+ * by hand.
+ */
+const authMode = process.env.ADAPTER_AUTH_MODE || 'browser';
 
 const log = (...a) => console.log(`[adapter ${scenario}]`, ...a);
 
@@ -23,23 +37,96 @@ const log = (...a) => console.log(`[adapter ${scenario}]`, ...a);
  */
 const acceptAsOffered = () => ({ action: 'accept', content: {} });
 
+/**
+ * The OAuth client of auth/* scenarios, as configuration: the scenario's
+ * pre-registered client (its secret through an environment variable, the
+ * only way the sidecar takes one), else a client ID metadata document URL,
+ * which the sidecar uses where the authorization server supports it and
+ * falls back to dynamic registration elsewhere (go-sdk's own conformance
+ * client does the same).
+ */
+const oauthConfig = context.client_id
+  ? { client_id: context.client_id, ...(context.client_secret ? { client_secret_env_var: 'CONFORMANCE_CLIENT_SECRET' } : {}) }
+  : { client_id: 'https://conformance-test.local/client-metadata.json' };
+
+/**
+ * mcp/authorize, answered as a host that opens the URL in a browser where
+ * the user approves at once: it answers {} and the "browser" follows the
+ * redirects, the last one to the sidecar's loopback listener.
+ */
+function browse(params) {
+  log('mcp/authorize', params.authorizationUrl);
+  setImmediate(() => openInBrowser(params.authorizationUrl));
+  return {};
+}
+
+async function openInBrowser(authorizationUrl) {
+  try {
+    const res = await fetch(authorizationUrl);
+    log('browser landed on', res.url, res.status);
+  } catch (err) {
+    log('browser failed:', err?.message ?? err);
+  }
+}
+
+/** mcp/authorize for a host that catches the redirect: where the
+ * authorization server sends the browser is the answer. */
+async function catchRedirect(params) {
+  log('mcp/authorize', params.authorizationUrl, 'redirectUri', params.redirectUri);
+  const res = await fetch(params.authorizationUrl, { redirect: 'manual' });
+  const location = res.headers.get('location');
+  if (!location?.startsWith(params.redirectUri)) throw new Error(`redirected to ${location}, not to ${params.redirectUri}`);
+  return { redirectUrl: location };
+}
+
+// A folder of credentials of this run only: every scenario starts
+// unauthorized.
+const credentialsDir = auth ? mkdtempSync(path.join(tmpdir(), 'sidecar-conformance-creds-')) : undefined;
+
 const host = new SidecarHost({
   servers: {
     [SERVER]: {
       url,
       startup_timeout_sec: 20,
       ...(process.env.ADAPTER_PROTOCOL_VERSION ? { protocol_version: process.env.ADAPTER_PROTOCOL_VERSION } : {}),
+      ...(auth ? { oauth: oauthConfig } : {}),
     },
   },
-  capabilities: { elicitation: true },
+  capabilities: {
+    elicitation: true,
+    ...(auth && authMode !== 'none' ? { authorization: authMode === 'redirect' ? { redirect: true } : {} } : {}),
+  },
+  env: baseEnv(context.client_secret ? { CONFORMANCE_CLIENT_SECRET: context.client_secret } : {}),
   onElicit: (params) => {
     log('mcp/elicit', JSON.stringify(params));
     return acceptAsOffered();
   },
+  onAuthorize: authMode === 'redirect' ? catchRedirect : browse,
 }).start();
 
 async function callTool(sessionId, tool, args = {}) {
-  const res = await host.request('tools/call', { sessionId, server: SERVER, tool, arguments: args });
+  const call = () => host.request('tools/call', { sessionId, server: SERVER, tool, arguments: args });
+  let res;
+  try {
+    res = await call();
+  } catch (err) {
+    // A host without the authorization capability gets the URL in the
+    // error: the person opens it, and the call is tried again once the
+    // sidecar has the token (it says nothing when it does: retry).
+    const url = err?.data?.kind === 'needs_authorization' && authMode === 'none' ? err.data.authorizationUrl : '';
+    if (!url) throw err;
+    log('tools/call needs authorization; opening', url);
+    await openInBrowser(url);
+    for (let i = 0; ; i++) {
+      try {
+        res = await call();
+        break;
+      } catch (again) {
+        if (again?.data?.kind !== 'needs_authorization' || i >= 100) throw again;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
   log(`tools/call ${tool} ->`, JSON.stringify(res));
   if (res.isError) throw new Error(`tool ${tool} returned isError: ${JSON.stringify(res.content)}`);
   return res;
@@ -68,10 +155,19 @@ const scenarios = {
 };
 
 async function main() {
-  const init = await host.initialize();
+  const init = await host.initialize(credentialsDir ? { credentialsDir } : {});
   log('initialize ->', JSON.stringify(init));
-  const { session, complete } = await host.openSession();
+  const opened = await host.openSession();
+  const { session } = opened;
+  let { complete } = opened;
   log('startupComplete', JSON.stringify(complete));
+  const waiting = complete.needsAuthorization?.find((s) => s.server === SERVER);
+  if (authMode === 'none' && waiting?.authorizationUrl) {
+    // A person opens the URL shown: the server then starts on its own.
+    await openInBrowser(waiting.authorizationUrl);
+    complete = (await host.waitFor('mcp/startupComplete', (p) => p.sessionId === session.sessionId && p.round === 1, { since: 0 })).params;
+    log("startupComplete (after the URL was opened)", JSON.stringify(complete));
+  }
   if (!complete.ready.includes(SERVER)) {
     throw new Error(`server did not start: ${JSON.stringify(complete.failed)}`);
   }
@@ -104,6 +200,7 @@ try {
   status = status || 1;
 } finally {
   host.kill();
+  if (credentialsDir) rmSync(credentialsDir, { recursive: true, force: true });
   if (process.env.CONFORMANCE_SIDECAR_STDERR || status !== 0) process.stderr.write(host.stderr.slice(-8000));
 }
 process.exit(status);

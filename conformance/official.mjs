@@ -42,6 +42,13 @@ const runs = [
   { id: 'request-metadata', pkg: NEXT, scenario: 'request-metadata' },
   // The same scenario with the server opted in to the 2026-07-28 protocol
   // (config key protocol_version), which the sidecar's HTTP default is not.
+  // The other two ways a host takes part in OAuth: it catches the redirect
+  // itself, or it declares no capability and opens the URL of
+  // needs_authorization by hand (the default run opens it in a browser).
+  ...['auth/metadata-default', 'auth/scope-step-up', 'auth/pre-registration'].flatMap((s) => [
+    { id: `${s} (host catches the redirect)`, pkg: PINNED, scenario: s, env: { ADAPTER_AUTH_MODE: 'redirect' } },
+    { id: `${s} (host without authorization capability)`, pkg: PINNED, scenario: s, env: { ADAPTER_AUTH_MODE: 'none' } },
+  ]),
   {
     id: 'request-metadata (protocol_version 2026-07-28)',
     pkg: NEXT,

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -90,6 +91,10 @@ type Options struct {
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
 	HTTPClient *http.Client
+	// OAuth authorizes a Streamable HTTP connection: it supplies the
+	// bearer token of every request and is asked to authorize on 401 and
+	// 403 (package oauth). Nil: no OAuth.
+	OAuth auth.OAuthHandler
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before
 	// SIGKILL. Defaults 2 s each.
@@ -141,6 +146,9 @@ type Conn struct {
 	proc      *process         // nil for http
 	http      *headerTransport // nil for stdio
 	raw       *rawConn         // nil for http
+	// rawCalls carries tools/call over stdio outside go-sdk (rawcall.go);
+	// nil for http.
+	rawCalls *rawCalls
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
@@ -226,8 +234,9 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, err
 		}
 		c.proc = p
+		c.rawCalls = &rawCalls{}
 		transport = &rawTransport{
-			inner:      &lineTransport{lines: p.stdout, w: p.stdin},
+			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls},
 			onConn:     func(rc *rawConn) { c.raw = rc },
 			onProgress: opts.Handlers.Progress,
 			onNotify: map[string]func(){
@@ -476,6 +485,9 @@ func (c *Conn) monitor() {
 	if c.proc != nil {
 		c.proc.stop(c.opts.CloseGrace, c.opts.TermGrace)
 	}
+	if c.rawCalls != nil {
+		c.rawCalls.bg.Wait() // the pipe is closed: they have ended
+	}
 	<-sessionClosed
 	close(c.cleaned)
 }
@@ -620,10 +632,22 @@ func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMe
 // meta the _meta entries; json.RawMessage values go out with their bytes.
 // The map is copied: go-sdk may add keys to the one it sends.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	return c.callTool(ctx, name, args, meta, nil)
+}
+
+// callTool is CallTool with the task parameter when task is not nil. Over
+// stdio it takes the raw path (rawcall.go).
+func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	} else if !json.Valid(args) {
 		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+	}
+	if c.rawCallsUsable() {
+		return c.callToolRaw(ctx, name, args, meta, task)
+	}
+	if task != nil {
+		ctx = withRewrite(ctx, &rewrite{add: map[string]json.RawMessage{"task": task}})
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if len(meta) > 0 {
@@ -636,6 +660,11 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 		return c.session.CallTool(ctx, params)
 	})
 }
+
+// codeRejected is the code of go-sdk's jsonrpc2.ErrRejected, which its
+// transports return for a request they did not send. A server's own
+// -32005 answer is captured raw and never reaches the check that uses it.
+const codeRejected = -32005
 
 // call runs one go-sdk request and returns the raw result the transport
 // captured for it.
@@ -685,6 +714,12 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
 	}
 	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeRejected {
+		// go-sdk's own ErrRejected: the transport did not send the request
+		// (an OAuth authorization that did not complete, for one). The
+		// server said nothing; what the transport was told says why.
+		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	}
 	if errors.As(err, &we) {
 		return nil, &ServerError{Server: c.name, Method: method, Code: we.Code, Message: we.Message, Data: we.Data}
 	}

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -91,6 +92,9 @@ type headerTransport struct {
 	failMu      sync.Mutex
 	failure     error
 	established bool
+	// oauth supplies the current bearer token when the keeper replays the
+	// handshake (the one go-sdk sent may have been refreshed since).
+	oauth auth.OAuthHandler
 	// onProgress sees the progress notifications of a request's event
 	// stream as they pass, before go-sdk reads the response that follows
 	// them (go-sdk's own handler runs on another goroutine and can lag
@@ -479,6 +483,7 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", err
 	}
 	req.Header = k.initHeader.Clone()
+	t.currentToken(ctx, req.Header)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return "", t.describe(req, err)
@@ -507,6 +512,7 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", err
 	}
 	req.Header = k.readyHeader.Clone()
+	t.currentToken(ctx, req.Header)
 	req.Header.Set(sessionIDHeader, id)
 	resp2, err := t.base.RoundTrip(req)
 	if err != nil {
@@ -517,6 +523,20 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", fmt.Errorf("notifications/initialized: %s", resp2.Status)
 	}
 	return id, nil
+}
+
+// currentToken puts the OAuth handler's current bearer token on h.
+func (t *headerTransport) currentToken(ctx context.Context, h http.Header) {
+	if t.oauth == nil {
+		return
+	}
+	ts, err := t.oauth.TokenSource(ctx)
+	if err != nil || ts == nil {
+		return
+	}
+	if tok, err := ts.Token(); err == nil && tok != nil {
+		h.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
 }
 
 // firstMessage reads the first JSON-RPC message of a response body, a JSON
@@ -732,12 +752,14 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
 		logger:     c.opts.Logger,
 		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
+		oauth: c.opts.OAuth,
 	}
 	c.http = ht
 	client.Transport = ht
 	return &mcp.StreamableClientTransport{
-		Endpoint:   endpoint,
-		HTTPClient: &client,
+		Endpoint:     endpoint,
+		HTTPClient:   &client,
+		OAuthHandler: c.opts.OAuth,
 		// A stream that breaks is resumed a few times with backoff; beyond
 		// that the connection is lost and the sidecar's restart policy
 		// takes over.

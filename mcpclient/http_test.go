@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -393,4 +395,38 @@ func TestHTTPUnreachableErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A server that forgot the session after the token was refreshed gets the
+// handshake replayed with the current token, not the one go-sdk first sent.
+func TestHTTPSessionRenewedWithCurrentOAuthToken(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
+	srv := oauthtest.NewServer(t, as, oauthtest.ServerConfig{})
+	m := oauth.NewManager(oauth.Options{Store: &oauth.Store{Dir: t.TempDir() + "/credentials"}})
+	defer m.Close()
+	present := func(ctx context.Context, p oauth.Prompt) (oauth.PresentResult, error) {
+		_, _, err := oauthtest.Browse(ctx, p.URL)
+		return oauth.PresentResult{}, err
+	}
+	h := m.Handler(oauth.Server{Name: "h", URL: srv.URL()}, oauth.HandlerOptions{Present: present})
+	c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: srv.URL()}, OAuth: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(testCtx(t), "echo", json.RawMessage(`{"text":"a"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	as.RevokeAccess() // the next request is refused, and the token refreshed
+	srv.Forget()      // and the retry finds the session gone
+	res, err := c.CallTool(testCtx(t), "echo", json.RawMessage(`{"text":"b"}`), nil)
+	if err != nil {
+		t.Fatalf("call after refresh and a forgotten session: %v", err)
+	}
+	if !bytes.Contains(res, []byte(`"b"`)) {
+		t.Errorf("result %s", res)
+	}
+	if n := as.Counts().Refreshes; n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
 }

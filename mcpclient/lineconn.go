@@ -24,14 +24,20 @@ import (
 type lineTransport struct {
 	lines *lineReader
 	w     io.WriteCloser
+	raw   *rawCalls // the tools/call requests written outside go-sdk; may be nil
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &lineConn{lines: t.lines, w: t.w}, nil
+	lc := &lineConn{lines: t.lines, w: t.w, raw: t.raw}
+	if t.raw != nil {
+		t.raw.conn = lc
+	}
+	return lc, nil
 }
 
 type lineConn struct {
 	lines *lineReader
+	raw   *rawCalls
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
 	wmu sync.Mutex
@@ -49,6 +55,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		line, err := c.lines.readLine()
 		if err != nil {
 			return nil, err
+		}
+		if c.raw != nil && c.raw.take(line) {
+			continue // the answer to a call written outside go-sdk
 		}
 		if line[0] == '[' {
 			var items []json.RawMessage
@@ -206,6 +215,19 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	_, err = c.w.Write(append(data, '\n'))
 	return err
+}
+
+// writeParts writes one message given in parts, in order, under the write
+// lock; the last part ends with the newline.
+func (c *lineConn) writeParts(parts ...[]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for _, p := range parts {
+		if _, err := c.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *lineConn) Close() error {

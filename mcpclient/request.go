@@ -80,7 +80,7 @@ func (c *Conn) CallToolTask(ctx context.Context, name string, args json.RawMessa
 	if !isObject(task) || !json.Valid(task) {
 		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
 	}
-	return c.CallTool(withRewrite(ctx, &rewrite{add: map[string]json.RawMessage{"task": task}}), name, args, meta)
+	return c.callTool(ctx, name, args, meta, task)
 }
 
 // Subscribe sends resources/subscribe.

@@ -68,6 +68,9 @@ type ErrorData struct {
 	ServerData json.RawMessage `json:"serverData,omitempty"`
 	// ConfigErrors are the configuration problems of a refused initialize.
 	ConfigErrors []ConfigProblem `json:"configErrors,omitempty"`
+	// AuthorizationURL is the URL to open, for KindNeedsAuthorization
+	// while a flow waits for it.
+	AuthorizationURL string `json:"authorizationUrl,omitempty"`
 }
 
 // Error is a host-protocol error: a JSON-RPC code, a message for people and

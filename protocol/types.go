@@ -79,6 +79,8 @@ type HostCapabilities struct {
 	Elicitation ElicitationCapability `json:"elicitation"`
 	Roots       bool                  `json:"roots,omitempty"`
 	Sampling    SamplingCapability    `json:"sampling"`
+	// Authorization: the host opens OAuth authorization URLs (authorization.go).
+	Authorization *AuthorizationCapability `json:"authorization,omitempty"`
 }
 
 type LauncherParams struct {
@@ -98,13 +100,19 @@ type Limits struct {
 	// may have waiting on the host (mcp/elicit, mcp/roots, mcp/sample);
 	// the excess is answered -32018 to the server. Default 16.
 	MaxServerRequests int `json:"maxServerRequests,omitempty"`
+	// AuthorizationTimeoutMs bounds an OAuth authorization flow, the user
+	// in the browser included (default 300000).
+	AuthorizationTimeoutMs int64 `json:"authorizationTimeoutMs,omitempty"`
 }
 
 type InitializeParams struct {
 	ClientInfo   Implementation   `json:"clientInfo"`
 	Capabilities HostCapabilities `json:"capabilities"`
 	CacheDir     string           `json:"cacheDir,omitempty"`
-	ConfigFiles  []string         `json:"configFiles,omitempty"`
+	// CredentialsDir holds the OAuth credentials file (default
+	// $XDG_CONFIG_HOME/mcp-sidecar/credentials).
+	CredentialsDir string   `json:"credentialsDir,omitempty"`
+	ConfigFiles    []string `json:"configFiles,omitempty"`
 	// Servers is kept raw so that config validation can name keys exactly.
 	Servers  json.RawMessage `json:"servers,omitempty"`
 	Features map[string]bool `json:"features,omitempty"`
@@ -292,6 +300,9 @@ type ServerStatus struct {
 	// with a warning. FirstSkippedStdoutLine is the first of them.
 	SkippedStdoutLines     int    `json:"skippedStdoutLines,omitempty"`
 	FirstSkippedStdoutLine string `json:"firstSkippedStdoutLine,omitempty"`
+	// Authorization is the server's OAuth state, for a Streamable HTTP
+	// server that is authorized or asked for authorization.
+	Authorization *ServerAuthorization `json:"authorization,omitempty"`
 }
 
 type ServersStatusResult struct {
@@ -310,6 +321,9 @@ type StartupStatusParams struct {
 	Tools     *int   `json:"tools,omitempty"`
 	// Required marks the failure of a server configured required = true.
 	Required bool `json:"required,omitempty"`
+	// AuthorizationURL is the URL to open, with status
+	// needs_authorization while a flow waits for it.
+	AuthorizationURL string `json:"authorizationUrl,omitempty"`
 }
 
 type FailedServer struct {
@@ -326,6 +340,9 @@ type StartupCompleteParams struct {
 	Ready     []string       `json:"ready"`
 	Failed    []FailedServer `json:"failed"`
 	Cancelled []string       `json:"cancelled"`
+	// NeedsAuthorization are the servers that need a user's OAuth
+	// authorization (absent when none).
+	NeedsAuthorization []NeedsAuthorizationServer `json:"needsAuthorization,omitempty"`
 }
 
 type ToolsChangedParams struct {

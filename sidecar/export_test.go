@@ -21,16 +21,20 @@ type Hooks struct {
 	// of server in flight: for its initialize only (early is true: early
 	// resource discovery) or for readiness.
 	StartupWait func(session, server string, early bool)
+	// AuthorizationJoined is called when a connection begins to wait for
+	// an OAuth flow (of the server at url) another connection started.
+	AuthorizationJoined func(url string)
 }
 
 // WithHooks returns opts with h installed.
 func WithHooks(opts Options, h Hooks) Options {
 	opts.hooks = &testHooks{
-		now:               h.Now,
-		roundPrepared:     h.RoundPrepared,
-		backgroundRefresh: h.BackgroundRefresh,
-		refreshJoined:     h.RefreshJoined,
-		startupWait:       h.StartupWait,
+		now:                 h.Now,
+		roundPrepared:       h.RoundPrepared,
+		backgroundRefresh:   h.BackgroundRefresh,
+		refreshJoined:       h.RefreshJoined,
+		startupWait:         h.StartupWait,
+		authorizationJoined: h.AuthorizationJoined,
 	}
 	return opts
 }

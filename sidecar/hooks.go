@@ -22,6 +22,9 @@ type testHooks struct {
 	// in flight: for its initialize only (early resource discovery) or for
 	// readiness.
 	startupWait func(session, server string, early bool)
+	// authorizationJoined is called when a connection begins to wait for
+	// an OAuth flow (of the server at url) another connection started.
+	authorizationJoined func(url string)
 }
 
 // hook returns the server's test hooks (the zero value in production).

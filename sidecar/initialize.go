@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -48,6 +50,8 @@ type environment struct {
 	startSem          *semaphore.Weighted
 	shared            *catalog.SharedListings
 	disk              *catalog.DiskCache
+	// auth keeps the OAuth credentials and runs the authorization flows.
+	auth *oauth.Manager
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -67,6 +71,17 @@ func (e *environment) reportBadCache(key string) bool {
 	}
 	e.badCache[key] = true
 	return true
+}
+
+// untrustedDirKey is the reportBadCache key of an untrusted cache folder:
+// one report for the folder, whichever server or session meets it.
+const untrustedDirKey = "untrusted cache folder"
+
+// untrustedDir reports whether err refuses the cache folder itself (not
+// one file in it).
+func (e *environment) untrustedDir(err error) bool {
+	var ue *catalog.UntrustedError
+	return e.disk != nil && errors.As(err, &ue) && ue.Path == e.disk.Dir
 }
 
 // cacheRepaired forgets that key's file was bad: a later corruption is
@@ -168,6 +183,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	}
 
 	env.launcher = s.newLauncher(ctx, params)
+	env.auth = s.newAuthManager(&p)
 
 	s.mu.Lock()
 	s.env = env
@@ -242,6 +258,8 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 		return s.serversReconnect, true
 	case protocol.MethodServersStatus:
 		return s.serversStatus, true
+	case protocol.MethodServersLogout:
+		return s.serversLogout, true
 	case protocol.MethodResourcesSubscribe:
 		return s.resourcesSubscribe, true
 	case protocol.MethodResourcesUnsubscribe:

@@ -56,7 +56,7 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 		sc.mu.Lock()
 		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
 			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
-		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected {
+		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected || sc.state == protocol.StateNeedsAuthorization {
 			entry.Error = sc.lastErr
 		}
 		sc.mu.Unlock()
@@ -316,7 +316,7 @@ func (sc *serverConn) usable(ctx context.Context) error {
 	st := sc.state
 	sc.mu.Unlock()
 	switch st {
-	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid:
+	case protocol.StateFailed, protocol.StateCancelled, protocol.StateDisabled, protocol.StateInvalid, protocol.StateNeedsAuthorization:
 		_, err := sc.ready(ctx)
 		return err
 	}
@@ -378,6 +378,10 @@ func callerError(ctx context.Context, err error) error {
 func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
 	if ctx.Err() != nil {
 		return cancelledError()
+	}
+	if pe, ok := sc.authorizationError(err); ok {
+		pe.Data.Tool = tool
+		return pe
 	}
 	var se *mcpclient.ServerError
 	if errors.As(err, &se) {
@@ -746,6 +750,7 @@ func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (res
 	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
 		st := sc.status(launcher)
+		st.Authorization = sc.authorizationStatus(st.State)
 		if sc.hasCatalog() {
 			n := size[sc.name]
 			tools, tokens := n[0], n[1]

@@ -158,6 +158,7 @@ func (s *Server) stop() {
 	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
 	if env := s.environment(); env != nil {
 		env.launcher.Close()
+		env.auth.Close() // flows waiting for a user end with the host
 	}
 	s.conn.Close()
 }

@@ -466,6 +466,8 @@ func (sess *Session) runRound(r *startRound, closed bool) {
 			summary.Ready = append(summary.Ready, sc.name)
 		case endedNotFailed(a.err):
 			summary.Cancelled = append(summary.Cancelled, sc.name)
+		case isNeedsAuthorization(a.err):
+			summary.NeedsAuthorization = append(summary.NeedsAuthorization, protocol.NeedsAuthorizationServer{Server: sc.name, AuthorizationURL: authorizationURLOf(a.err)})
 		default:
 			summary.Failed = append(summary.Failed, protocol.FailedServer{Server: sc.name, Error: a.err.Error(), Required: sc.cfg.Required})
 		}
@@ -503,17 +505,22 @@ func (sc *serverConn) supersededError() *protocol.Error {
 func (sc *serverConn) start(a *startAttempt) {
 	sess := sc.sess
 	timeout := sc.cfg.StartupTimeout()
-	ctx, cancel := context.WithTimeoutCause(sess.ctx, timeout, errStartupTimeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(sess.ctx)
+	defer cancel(nil)
+	budget := newStartBudget(ctx, sess.env.startSem, timeout, func() { cancel(errStartupTimeout) })
+	defer budget.stop()
 
-	conn, tools, err := sc.connectAndList(ctx, a)
+	conn, tools, err := sc.connectAndList(ctx, a, budget)
 	if err != nil {
+		authErr, isAuth := sc.authorizationError(err)
 		switch {
 		case sess.ctx.Err() != nil:
 			err = sc.sessionClosedError()
+		case isAuth:
+			err = authErr
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
 			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout,
-				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v", sc.name, formatSeconds(timeout), err)).WithServer(sc.name, "").Retry()
+				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v%s", sc.name, formatSeconds(timeout), err, describeAuthorizationWait(err))).WithServer(sc.name, "").Retry()
 		default:
 			var pe *protocol.Error
 			if !errors.As(err, &pe) {
@@ -533,14 +540,14 @@ func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
 
-func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt) (*mcpclient.Conn, []catalog.Tool, error) {
-	sess := sc.sess
-	env := sess.env
-	if err := env.startSem.Acquire(ctx, 1); err != nil {
+func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budget *startBudget) (*mcpclient.Conn, []catalog.Tool, error) {
+	if err := budget.acquire(); err != nil {
 		return nil, nil, fmt.Errorf("waiting for a startup slot: %w", err)
 	}
-	conn, err := mcpclient.Connect(ctx, sc.clientOptions())
-	env.startSem.Release(1)
+	opts := sc.clientOptions()
+	opts.OAuth = sc.oauthHandler(budget)
+	conn, err := mcpclient.Connect(ctx, opts)
+	budget.release()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -588,6 +595,10 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 	}
 	sc.cacheWritten = entry.ListedAt
 	if err := disk.Store(sc.scopeKey, entry); err != nil {
+		if sc.sess.env.untrustedDir(err) {
+			sc.sess.reportUntrustedDir(sc, err)
+			return
+		}
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q not written: %v", sc.name, err))
 		return
 	}
@@ -693,6 +704,9 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
 		} else if endedNotFailed(err) {
 			sc.state = protocol.StateCancelled
+		} else if isNeedsAuthorization(err) {
+			sc.state = protocol.StateNeedsAuthorization
+			sc.lastErr = err.Error()
 		} else {
 			sc.state = protocol.StateFailed
 			sc.lastErr = err.Error()
@@ -726,6 +740,10 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	case endedNotFailed(err):
 		st.Status = protocol.StatusCancelled
 		st.Error = err.Error()
+	case isNeedsAuthorization(err):
+		st.Status = protocol.StatusNeedsAuthorization
+		st.Error = err.Error()
+		st.AuthorizationURL = authorizationURLOf(err)
 	default:
 		st.Status = protocol.StatusFailed
 		st.Error = err.Error()
@@ -803,9 +821,24 @@ const (
 // and restarting a crashed or dormant server. The wait is bounded by ctx;
 // each startup is bounded by startup_timeout_sec on its own.
 func (sc *serverConn) ready(ctx context.Context) (*mcpclient.Conn, error) {
+	askedAgain := false
 	for {
 		sc.mu.Lock()
 		switch sc.state {
+		case protocol.StateNeedsAuthorization:
+			msg := sc.lastErr
+			sc.mu.Unlock()
+			// While a flow waits for the user, its URL is the answer; once
+			// it is over (timed out, declined), a use asks again, once.
+			if url := sc.pendingAuthorization(); url != "" || askedAgain {
+				if url == "" {
+					return nil, needsAuthorization(sc.name, "", msg)
+				}
+				return nil, needsAuthorization(sc.name, url, fmt.Sprintf("server %q needs authorization: open %s in a browser", sc.name, url))
+			}
+			askedAgain = true
+			sc.sess.startLater(sc)
+			continue
 		case protocol.StateReady:
 			conn := sc.conn
 			sc.mu.Unlock()
@@ -1033,6 +1066,14 @@ func (sess *Session) server(name string) (*serverConn, error) {
 	return sc, nil
 }
 
+// reportUntrustedDir reports, once per sidecar, a cache folder refused
+// because another user owns it or others may write it.
+func (sess *Session) reportUntrustedDir(sc *serverConn, err error) {
+	if sess.env.reportBadCache(untrustedDirKey) {
+		sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache not used (nothing is read from or written to it until it is fixed): %v", err))
+	}
+}
+
 // loadDormant fills sc from the disk cache when the server may stay dormant
 // in a lazy session (docs/protocol.md, "Disk cache and lazy
 // startup") and reports whether it may.
@@ -1054,7 +1095,9 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 		all, err = catalog.ParseTools(sc.name, entry.Tools)
 	}
 	if err != nil {
-		if sess.env.reportBadCache(sc.scopeKey) {
+		if sess.env.untrustedDir(err) {
+			sess.reportUntrustedDir(sc, err)
+		} else if sess.env.reportBadCache(sc.scopeKey) {
 			sess.srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("catalog cache for server %q ignored (it is replaced at the next live listing): %v", sc.name, err))
 		}
 		return false

@@ -32,12 +32,13 @@ export function baseEnv(extra = {}) {
  * @typedef {{
  *   servers?: Record<string, object>,
  *   features?: Record<string, boolean>,
- *   capabilities?: {elicitation?: boolean | {form?: object, url?: object}, roots?: boolean, sampling?: {tools?: object}},
+ *   capabilities?: {elicitation?: boolean | {form?: object, url?: object}, roots?: boolean, sampling?: {tools?: object}, authorization?: {redirect?: boolean}},
  *   cacheDir?: string,
  *   env?: Record<string, string>,
  *   onElicit?: (params: any) => any,
  *   onRoots?: (params: any) => any,
  *   onSample?: (params: any) => any,
+ *   onAuthorize?: (params: any) => any,
  *   args?: string[],
  * }} HostOptions
  */
@@ -54,6 +55,7 @@ export class SidecarHost {
     this.elicitRequests = [];
     this.rootsRequests = [];
     this.sampleRequests = [];
+    this.authorizeRequests = [];
   }
 
   /** Spawns the sidecar and connects to it; does not send initialize. */
@@ -96,6 +98,12 @@ export class SidecarHost {
       this.rootsRequests.push(params);
       this.record('mcp/roots', params);
       return this.opts.onRoots ? this.opts.onRoots(params) : { roots: [] };
+    });
+    conn.onRequest('mcp/authorize', async (params) => {
+      this.authorizeRequests.push(params);
+      this.record('mcp/authorize', params);
+      if (!this.opts.onAuthorize) return { cancelled: true };
+      return this.opts.onAuthorize(params);
     });
     conn.onError(([err]) => this.record('host/error', { message: String(err) }));
     conn.onClose(() => this.record('host/close', {}));

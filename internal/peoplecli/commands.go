@@ -31,6 +31,8 @@ func commands() []command {
 		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call},
 		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources},
 		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts},
+		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login},
+		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout},
 		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher},
 		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo},
 		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer},

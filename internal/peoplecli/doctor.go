@@ -2,13 +2,16 @@ package peoplecli
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
@@ -38,7 +41,8 @@ stderr) and prints a table:
 
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
-  STATUS      ready, failed, cancelled, disabled, or invalid (config error)
+  STATUS      ready, failed, cancelled, disabled, invalid (config error), or
+              needs_authorization (OAuth: run 'mcp-sidecar login SERVER')
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
   BYTES       the JSON of those tools as tools/list gives them to a harness
@@ -48,6 +52,15 @@ stderr) and prints a table:
   SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
   LAST STDERR the server's last stderr line, for a server that failed
+
+Below the table, OAuth lists the servers that use it: which are authorized
+and when their tokens expire (they are renewed without you while a refresh
+token is kept).
+
+Under the launcher's line, "Catalog cache" says whether the cache folder is
+usable: ok, absent (made at the first live listing), off (no folder),
+untrusted (another user's, or writable by group or others: the sidecar
+neither reads nor writes it) or unusable.
 
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
@@ -73,6 +86,7 @@ type doctorReport struct {
 	ConfigErrors []configError           `json:"configErrors"`
 	Warnings     []configError           `json:"warnings"`
 	Launcher     protocol.LauncherStatus `json:"launcher"`
+	Cache        doctorCache             `json:"cache"`
 	Servers      []doctorServer          `json:"servers"`
 	// TokensEstimate is the estimate of the whole catalog.
 	TokensEstimate int  `json:"catalogTokensEstimate"`
@@ -90,6 +104,33 @@ type configError struct {
 
 func configErrorOf(e *config.Error) configError {
 	return configError{File: e.File, Server: e.Server, Key: e.Key, Line: e.Line, Column: e.Column, Message: e.Message}
+}
+
+// doctorCache is the catalog cache folder as the sidecar judges it.
+type doctorCache struct {
+	Dir string `json:"dir,omitempty"`
+	// Status is "ok", "absent" (created at the first live listing), "off"
+	// (no folder: XDG_CACHE_HOME and HOME unset), "untrusted" (another
+	// user's, or writable by group or others: refused, nothing read or
+	// written) or "unusable" (not a folder, unreadable).
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func checkCacheDir(dir string) doctorCache {
+	if dir == "" {
+		return doctorCache{Status: "off", Reason: "no cache directory (XDG_CACHE_HOME and HOME unset)"}
+	}
+	err := (&catalog.DiskCache{Dir: dir}).CheckDir()
+	switch {
+	case err == nil:
+		return doctorCache{Dir: dir, Status: "ok"}
+	case errors.Is(err, fs.ErrNotExist):
+		return doctorCache{Dir: dir, Status: "absent"}
+	case errors.Is(err, catalog.ErrUntrusted):
+		return doctorCache{Dir: dir, Status: "untrusted", Reason: err.Error()}
+	}
+	return doctorCache{Dir: dir, Status: "unusable", Reason: err.Error()}
 }
 
 type doctorServer struct {
@@ -115,6 +156,9 @@ type doctorServer struct {
 	ProtocolVersion        string `json:"protocolVersion,omitempty"`
 	Error                  string `json:"error,omitempty"`
 	LastStderr             string `json:"lastStderr,omitempty"`
+	// Authorization is the OAuth state of a server that is authorized or
+	// needs authorization (never a token).
+	Authorization *protocol.ServerAuthorization `json:"authorization,omitempty"`
 }
 
 // Doctor runs the doctor command.
@@ -136,6 +180,8 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	stderr := &lockedWriter{w: env.Stderr}
 
 	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	// Before the session: its live listings may create the folder.
+	rep.Cache = checkCacheDir(resolveCacheDir(env, *cacheDir))
 	for _, src := range l.sources {
 		rep.Files = append(rep.Files, src.Path)
 	}
@@ -233,6 +279,13 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 			ds.SkippedStdoutLines, ds.FirstSkippedStdoutLine = st.SkippedStdoutLines, st.FirstSkippedStdoutLine
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
+		ds.Authorization = st.Authorization
+		if ds.Status == protocol.StatusNeedsAuthorization {
+			ds.Error = fmt.Sprintf("needs authorization: run 'mcp-sidecar login %s'", name)
+			if cfg.Required || *strict {
+				rep.OK = false
+			}
+		}
 		if ds.Status == protocol.StatusFailed || ds.Status == protocol.StatusCancelled {
 			ds.Error = run.err
 			if ds.Error == "" {
@@ -321,6 +374,14 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 		fmt.Fprintf(w, " (%s)", rep.Launcher.Reason)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Catalog cache: %s", rep.Cache.Status)
+	if rep.Cache.Dir != "" {
+		fmt.Fprintf(w, ", %s", rep.Cache.Dir)
+	}
+	if rep.Cache.Reason != "" {
+		fmt.Fprintf(w, " (%s)", rep.Cache.Reason)
+	}
+	fmt.Fprintln(w)
 	var failed []doctorServer
 	for _, s := range rep.Servers {
 		// Invalid servers' errors were listed with the config errors.
@@ -347,6 +408,7 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			fmt.Fprintln(w, "    A server must print only JSON-RPC on stdout; logs belong on stderr.")
 		}
 	}
+	printAuthorizations(w, rep.Servers, time.Now())
 	// Without a verified launcher the line above says it all.
 	var why []string
 	for _, s := range rep.Servers {
@@ -357,6 +419,27 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 	if len(why) > 0 {
 		fmt.Fprintln(w, "\nNo launcher for:")
 		for _, l := range why {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// printAuthorizations lists the servers that use OAuth: which are
+// authorized and when their tokens expire.
+func printAuthorizations(w io.Writer, servers []doctorServer, now time.Time) {
+	var lines []string
+	for _, s := range servers {
+		a := s.Authorization
+		switch {
+		case a != nil && a.Authorized:
+			lines = append(lines, fmt.Sprintf("  %s: authorized (%s)", s.Name, describeToken(a, now)))
+		case s.Status == protocol.StatusNeedsAuthorization || a != nil:
+			lines = append(lines, fmt.Sprintf("  %s: not authorized: run 'mcp-sidecar login %s'", s.Name, s.Name))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "\nOAuth:")
+		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}
 	}

@@ -2,6 +2,7 @@ package peoplecli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,9 @@ type host struct {
 }
 
 // startHost starts sidecar.Serve in a goroutine it owns; close stops it.
-// The sidecar logs warnings and errors to logOut.
-func startHost(ctx context.Context, env Env, logOut io.Writer) *host {
+// The sidecar logs warnings and errors to logOut. onRequest (may be nil)
+// answers the sidecar's requests.
+func startHost(ctx context.Context, env Env, logOut io.Writer, onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)) *host {
 	hostR, sidecarW := io.Pipe() // sidecar -> host
 	sidecarR, hostW := io.Pipe() // host -> sidecar
 	h := &host{serveDone: make(chan struct{}), log: newPeopleLog(logOut)}
@@ -42,7 +44,7 @@ func startHost(ctx context.Context, env Env, logOut io.Writer) *host {
 		// is for the host's reader should that ever change.
 		sidecarW.Close()
 	}()
-	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{OnNotification: h.dispatch})
+	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{OnNotification: h.dispatch, OnRequest: onRequest})
 	return h
 }
 

@@ -30,6 +30,9 @@ type Env struct {
 	Home, Cwd string
 	// Version is the sidecar's version, reported as its serverInfo.
 	Version string
+	// OpenBrowser opens a URL in the user's browser (login); nil is the
+	// system's opener (xdg-open, open, start).
+	OpenBrowser func(ctx context.Context, url string) error
 }
 
 func (e Env) lookup(key string) (string, bool) {

@@ -26,6 +26,11 @@ type sessionOptions struct {
 	progress progress
 	// logOut receives the sidecar's own warnings.
 	logOut *lockedWriter
+	// authorize, when set, is the host's part of OAuth: the session
+	// declares capabilities.authorization and it answers mcp/authorize.
+	// authorizationTimeout bounds a flow (0: the sidecar's default).
+	authorize            func(ctx context.Context, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error)
+	authorizationTimeout time.Duration
 }
 
 // serverRun is one server's startup as the host saw it.
@@ -84,10 +89,27 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	if opts.lazy {
 		init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
 	}
+	var onRequest func(context.Context, string, json.RawMessage) (any, error)
+	if opts.authorize != nil {
+		init["capabilities"] = map[string]any{"authorization": map[string]any{}}
+		if opts.authorizationTimeout > 0 {
+			init["limits"].(map[string]any)["authorizationTimeoutMs"] = opts.authorizationTimeout.Milliseconds()
+		}
+		onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			if method != protocol.RequestAuthorize {
+				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
+			}
+			var p protocol.AuthorizeParams
+			if err := json.Unmarshal(params, &p); err != nil {
+				return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+			}
+			return opts.authorize(ctx, p)
+		}
+	}
 	s := &session{runs: map[string]*serverRun{}}
 	complete := make(chan struct{})
 	var completeOnce sync.Once
-	s.h = startHost(ctx, env, opts.logOut)
+	s.h = startHost(ctx, env, opts.logOut, onRequest)
 	if _, live := opts.progress.(*ttyProgress); live {
 		// Lines printed now would break the live display: they follow it.
 		s.h.log.hold()

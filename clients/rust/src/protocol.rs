@@ -61,6 +61,13 @@ pub enum SamplingCapability {
     Object(SamplingCapabilityObject),
 }
 
+/// The host opens authorization URLs; with redirect, it also catches the redirect and answers mcp/authorize with the redirect URL.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AuthorizationCapability {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<bool>,
+}
+
 /// What the host handles when a server asks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostCapabilities {
@@ -73,6 +80,9 @@ pub struct HostCapabilities {
     /// The host answers mcp/sample. Servers are offered sampling only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SamplingCapability>,
+    /// The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<AuthorizationCapability>,
 }
 
 /// The sandbox launcher candidate to probe.
@@ -104,6 +114,9 @@ pub struct Limits {
     /// Requests of one server (in one session) waiting on the host at once (default 16); the server gets -32018 for the excess.
     #[serde(rename = "maxServerRequests", default, skip_serializing_if = "Option::is_none")]
     pub max_server_requests: Option<i64>,
+    /// Bound of an OAuth authorization flow, the user in the browser included (default 300000).
+    #[serde(rename = "authorizationTimeoutMs", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_timeout_ms: Option<i64>,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -423,12 +436,16 @@ pub struct ServerConfigToolsValue {
 /// OAuth client of an HTTP server.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerConfigOauth {
+    /// A pre-registered client; an https URL names a client ID metadata document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_port: Option<i64>,
+    /// The environment variable holding a pre-registered client's secret (a secret is never given inline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env_var: Option<String>,
     /// Members this version of the protocol does not name, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -647,6 +664,9 @@ pub struct InitializeParams {
     /// Folder of the catalog disk cache (default $XDG_CACHE_HOME/mcp-sidecar).
     #[serde(rename = "cacheDir", default, skip_serializing_if = "Option::is_none")]
     pub cache_dir: Option<String>,
+    /// Folder of the OAuth credentials file, 0700 (default $XDG_CONFIG_HOME/mcp-sidecar/credentials).
+    #[serde(rename = "credentialsDir", default, skip_serializing_if = "Option::is_none")]
+    pub credentials_dir: Option<String>,
     /// Config files to read (after configDiscovery): Codex config.toml, .mcp.json, .cursor/mcp.json, .vscode/mcp.json.
     #[serde(rename = "configFiles", default, skip_serializing_if = "Option::is_none")]
     pub config_files: Option<Vec<String>>,
@@ -1066,7 +1086,7 @@ pub struct SessionOpenParams {
     pub startup: Option<SessionOpenParamsStartup>,
 }
 
-/// A server's state in a session; invalid: its configuration entry has errors and it is never started.
+/// A server's state in a session; invalid: its configuration entry has errors and it is never started; needs_authorization: it can be used once a user authorizes it (OAuth).
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum State {
@@ -1086,6 +1106,8 @@ pub enum State {
     Disconnected,
     /// `invalid`
     Invalid,
+    /// `needs_authorization`
+    NeedsAuthorization,
     Other(String),
 }
 
@@ -1101,6 +1123,7 @@ impl State {
             State::Cancelled => "cancelled",
             State::Disconnected => "disconnected",
             State::Invalid => "invalid",
+            State::NeedsAuthorization => "needs_authorization",
             State::Other(s) => s,
         }
     }
@@ -1117,6 +1140,7 @@ impl From<&str> for State {
             "cancelled" => State::Cancelled,
             "disconnected" => State::Disconnected,
             "invalid" => State::Invalid,
+            "needs_authorization" => State::NeedsAuthorization,
             other => State::Other(other.to_string()),
         }
     }
@@ -1741,6 +1765,23 @@ pub struct ServerApproval {
     pub tools: Option<BTreeMap<String, ServerApprovalToolsValue>>,
 }
 
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerAuthorization {
+    /// A token is stored for the server.
+    pub authorized: bool,
+    /// RFC 3339 expiry of the access token, when known.
+    #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// The token can be renewed without the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refreshable: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// The URL to open while a flow waits for it.
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
@@ -1790,6 +1831,9 @@ pub struct ServerStatus {
     /// Estimated tokens of those tools' definitions; absent without a catalog.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<i64>,
+    /// The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<ServerAuthorization>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1811,6 +1855,8 @@ pub enum StartupStatusParamsStatus {
     Failed,
     /// `cancelled`
     Cancelled,
+    /// `needs_authorization`
+    NeedsAuthorization,
     Other(String),
 }
 
@@ -1822,6 +1868,7 @@ impl StartupStatusParamsStatus {
             StartupStatusParamsStatus::Ready => "ready",
             StartupStatusParamsStatus::Failed => "failed",
             StartupStatusParamsStatus::Cancelled => "cancelled",
+            StartupStatusParamsStatus::NeedsAuthorization => "needs_authorization",
             StartupStatusParamsStatus::Other(s) => s,
         }
     }
@@ -1834,6 +1881,7 @@ impl From<&str> for StartupStatusParamsStatus {
             "ready" => StartupStatusParamsStatus::Ready,
             "failed" => StartupStatusParamsStatus::Failed,
             "cancelled" => StartupStatusParamsStatus::Cancelled,
+            "needs_authorization" => StartupStatusParamsStatus::NeedsAuthorization,
             other => StartupStatusParamsStatus::Other(other.to_string()),
         }
     }
@@ -1867,6 +1915,9 @@ pub struct StartupStatusParams {
     /// A failed server configured required = true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<bool>,
+    /// With status needs_authorization: the URL to open, while a flow waits for it.
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1878,6 +1929,13 @@ pub struct FailedServer {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NeedsAuthorizationServer {
+    pub server: String,
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StartupCompleteParams {
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -1885,6 +1943,9 @@ pub struct StartupCompleteParams {
     pub ready: Vec<String>,
     pub failed: Vec<FailedServer>,
     pub cancelled: Vec<String>,
+    /// Servers that need a user's OAuth authorization (absent when none).
+    #[serde(rename = "needsAuthorization", default, skip_serializing_if = "Option::is_none")]
+    pub needs_authorization: Option<Vec<NeedsAuthorizationServer>>,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -2181,6 +2242,9 @@ pub struct ErrorData {
     /// The configuration problems of a refused initialize.
     #[serde(rename = "configErrors", default, skip_serializing_if = "Option::is_none")]
     pub config_errors: Option<Vec<ConfigProblem>>,
+    /// The URL to open (kind needs_authorization, while a flow waits for it).
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
 }
 
 pub type Null = ();
@@ -2354,6 +2418,35 @@ pub struct ToolsGetResult {
     pub missing: Vec<String>,
 }
 
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AuthorizeParams {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    pub server: String,
+    /// The URL to open in a browser.
+    #[serde(rename = "authorizationUrl")]
+    pub authorization_url: String,
+    /// Where the authorization server sends the browser; only to a host with authorization.redirect.
+    #[serde(rename = "redirectUri", default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+}
+
+/// {} once the URL is open; {cancelled: true} when the user declined; {redirectUrl} from a host that catches the redirect.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AuthorizeResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<bool>,
+    /// The full URL the browser was redirected to.
+    #[serde(rename = "redirectUrl", default, skip_serializing_if = "Option::is_none")]
+    pub redirect_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LogoutResult {
+    /// Credentials were stored for the server, and are gone.
+    pub removed: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ToolsCallResult {
@@ -2501,6 +2594,14 @@ pub mod requests {
         type Result = ServersStatusResult;
     }
 
+    /// Forgets the OAuth credentials of a server (for every session: they are kept per server URL, resource and scopes). The next request that needs them asks for a new authorization.
+    pub struct ServersLogout;
+    impl Request for ServersLogout {
+        const METHOD: &'static str = "servers/logout";
+        type Params = ServerParams;
+        type Result = LogoutResult;
+    }
+
     /// Ends every session; exit follows.
     pub struct Shutdown;
     impl Request for Shutdown {
@@ -2609,6 +2710,8 @@ pub enum HostRequest {
     Roots(RootsParams),
     /// A server asks the host's model for a message (sampling/createMessage); sent only when the host declared capabilities.sampling.
     Sample(SampleParams),
+    /// A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session.
+    Authorize(AuthorizeParams),
     Other { method: String, params: Value },
 }
 
@@ -2619,6 +2722,7 @@ impl HostRequest {
             "mcp/elicit" => HostRequest::Elicit(serde_json::from_value(params)?),
             "mcp/roots" => HostRequest::Roots(serde_json::from_value(params)?),
             "mcp/sample" => HostRequest::Sample(serde_json::from_value(params)?),
+            "mcp/authorize" => HostRequest::Authorize(serde_json::from_value(params)?),
             _ => HostRequest::Other { method: method.to_string(), params },
         })
     }
@@ -2638,6 +2742,7 @@ pub const ERRORS: &[(&str, Option<i64>)] = &[
     ("server_not_ready", Some(-32011)),
     ("session_closed", Some(-32011)),
     ("startup_superseded", Some(-32011)),
+    ("needs_authorization", Some(-32011)),
     ("startup_timeout", Some(-32012)),
     ("unknown_tool", Some(-32013)),
     ("tool_timeout", Some(-32014)),
@@ -2693,6 +2798,8 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("hostToSidecar", "result", "servers/reconnect") => d::<ReconnectResult>(text),
         ("hostToSidecar", "params", "servers/status") => d::<SessionParams>(text),
         ("hostToSidecar", "result", "servers/status") => d::<ServersStatusResult>(text),
+        ("hostToSidecar", "params", "servers/logout") => d::<ServerParams>(text),
+        ("hostToSidecar", "result", "servers/logout") => d::<LogoutResult>(text),
         ("hostToSidecar", "params", "shutdown") => d::<Null>(text),
         ("hostToSidecar", "result", "shutdown") => d::<Null>(text),
         ("hostToSidecar", "params", "resources/subscribe") => d::<ResourceSubscribeParams>(text),
@@ -2713,6 +2820,8 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("sidecarToHost", "result", "mcp/roots") => d::<RootsResult>(text),
         ("sidecarToHost", "params", "mcp/sample") => d::<SampleParams>(text),
         ("sidecarToHost", "result", "mcp/sample") => d::<CreateMessageResult>(text),
+        ("sidecarToHost", "params", "mcp/authorize") => d::<AuthorizeParams>(text),
+        ("sidecarToHost", "result", "mcp/authorize") => d::<AuthorizeResult>(text),
         ("hostToSidecar", "notification", "initialized") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "exit") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "$/cancelRequest") => d::<CancelParams>(text),

@@ -19,6 +19,8 @@ export interface HostCapabilities {
   roots?: boolean;
   /** The host answers mcp/sample. Servers are offered sampling only when set. */
   sampling?: SamplingCapability;
+  /** The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL. */
+  authorization?: AuthorizationCapability;
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -41,6 +43,8 @@ export interface Limits {
   refreshCooldownMs?: number;
   /** Requests of one server (in one session) waiting on the host at once (default 16); the server gets -32018 for the excess. */
   maxServerRequests?: number;
+  /** Bound of an OAuth authorization flow, the user in the browser included (default 300000). */
+  authorizationTimeoutMs?: number;
 }
 
 /** One MCP server, with the keys of Codex's McpServerConfig. Unknown keys are ignored and reported as warnings (initialize's config.warnings), with a hint; a definition with errors makes the server invalid. */
@@ -96,9 +100,12 @@ export interface ServerConfig {
   oauth_resource?: string;
   /** OAuth client of an HTTP server. */
   oauth?: {
+    /** A pre-registered client; an https URL names a client ID metadata document. */
     client_id?: string;
     callback_url?: string;
     callback_port?: number;
+    /** The environment variable holding a pre-registered client's secret (a secret is never given inline). */
+    client_secret_env_var?: string;
     [key: string]: unknown;
   };
   /** Codex's legacy display name (ignored). */
@@ -118,6 +125,8 @@ export interface InitializeParams {
   capabilities?: HostCapabilities;
   /** Folder of the catalog disk cache (default $XDG_CACHE_HOME/mcp-sidecar). */
   cacheDir?: string;
+  /** Folder of the OAuth credentials file, 0700 (default $XDG_CONFIG_HOME/mcp-sidecar/credentials). */
+  credentialsDir?: string;
   /** Config files to read (after configDiscovery): Codex config.toml, .mcp.json, .cursor/mcp.json, .vscode/mcp.json. */
   configFiles?: Array<string>;
   /** Inline servers by name, after configFiles. */
@@ -174,8 +183,8 @@ export interface ServerState {
   state: State;
 }
 
-/** A server's state in a session; invalid: its configuration entry has errors and it is never started. */
-export type State = "starting" | "ready" | "failed" | "dormant" | "disabled" | "cancelled" | "disconnected" | "invalid";
+/** A server's state in a session; invalid: its configuration entry has errors and it is never started; needs_authorization: it can be used once a user authorizes it (OAuth). */
+export type State = "starting" | "ready" | "failed" | "dormant" | "disabled" | "cancelled" | "disconnected" | "invalid" | "needs_authorization";
 
 export interface SessionOpenResult {
   sessionId: string;
@@ -399,6 +408,8 @@ export interface ServerStatus {
   tools?: number;
   /** Estimated tokens of those tools' definitions; absent without a catalog. */
   tokens?: number;
+  /** The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token. */
+  authorization?: ServerAuthorization;
 }
 
 export interface ServersStatusResult {
@@ -412,12 +423,14 @@ export interface StartupStatusParams {
   sessionId: string;
   server: string;
   round: number;
-  status: "starting" | "ready" | "failed" | "cancelled";
+  status: "starting" | "ready" | "failed" | "cancelled" | "needs_authorization";
   error?: string;
   /** Tools in the catalog, with status ready. */
   tools?: number;
   /** A failed server configured required = true. */
   required?: boolean;
+  /** With status needs_authorization: the URL to open, while a flow waits for it. */
+  authorizationUrl?: string;
 }
 
 export interface FailedServer {
@@ -432,6 +445,8 @@ export interface StartupCompleteParams {
   ready: Array<string>;
   failed: Array<FailedServer>;
   cancelled: Array<string>;
+  /** Servers that need a user's OAuth authorization (absent when none). */
+  needsAuthorization?: Array<NeedsAuthorizationServer>;
 }
 
 export interface ToolsChangedParams {
@@ -517,6 +532,8 @@ export interface ErrorData {
   serverData?: unknown;
   /** The configuration problems of a refused initialize. */
   configErrors?: Array<ConfigProblem>;
+  /** The URL to open (kind needs_authorization, while a flow waits for it). */
+  authorizationUrl?: string;
 }
 
 export type Null = null;
@@ -713,6 +730,49 @@ export interface ToolsGetResult {
   missing: Array<string>;
 }
 
+/** The host opens authorization URLs; with redirect, it also catches the redirect and answers mcp/authorize with the redirect URL. */
+export interface AuthorizationCapability {
+  redirect?: boolean;
+}
+
+export interface AuthorizeParams {
+  sessionId: string;
+  server: string;
+  /** The URL to open in a browser. */
+  authorizationUrl: string;
+  /** Where the authorization server sends the browser; only to a host with authorization.redirect. */
+  redirectUri?: string;
+}
+
+/** {} once the URL is open; {cancelled: true} when the user declined; {redirectUrl} from a host that catches the redirect. */
+export interface AuthorizeResult {
+  cancelled?: boolean;
+  /** The full URL the browser was redirected to. */
+  redirectUrl?: string;
+}
+
+export interface ServerAuthorization {
+  /** A token is stored for the server. */
+  authorized: boolean;
+  /** RFC 3339 expiry of the access token, when known. */
+  expiresAt?: string;
+  /** The token can be renewed without the user. */
+  refreshable?: boolean;
+  scopes?: Array<string>;
+  /** The URL to open while a flow waits for it. */
+  authorizationUrl?: string;
+}
+
+export interface NeedsAuthorizationServer {
+  server: string;
+  authorizationUrl?: string;
+}
+
+export interface LogoutResult {
+  /** Credentials were stored for the server, and are gone. */
+  removed: boolean;
+}
+
 /** Requests from the host to the sidecar: params and result of each method. */
 export interface RequestMap {
   /** Configures the sidecar: servers, features, launcher, limits. First request, once. */
@@ -749,6 +809,8 @@ export interface RequestMap {
   "servers/reconnect": { params: ServerParams; result: ReconnectResult };
   /** Each server of a session: state, transport, process, capabilities, launcher, sandbox. */
   "servers/status": { params: SessionParams; result: ServersStatusResult };
+  /** Forgets the OAuth credentials of a server (for every session: they are kept per server URL, resource and scopes). The next request that needs them asks for a new authorization. */
+  "servers/logout": { params: ServerParams; result: LogoutResult };
   /** Ends every session; exit follows. */
   "shutdown": { params: Null; result: Null };
   /** Subscribes the session to a resource of a server: its updates reach the host as mcp/resourceUpdated, across reconnects and restarts, until resources/unsubscribe or the session's end. */
@@ -773,6 +835,8 @@ export interface HostRequestMap {
   "mcp/roots": { params: RootsParams; result: RootsResult };
   /** A server asks the host's model for a message (sampling/createMessage); sent only when the host declared capabilities.sampling. */
   "mcp/sample": { params: SampleParams; result: CreateMessageResult };
+  /** A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session. */
+  "mcp/authorize": { params: AuthorizeParams; result: AuthorizeResult };
 }
 
 /** Notifications from the sidecar to the host: the params of each. */
@@ -821,6 +885,7 @@ export const ERRORS = {
   server_not_ready: -32011,
   session_closed: -32011,
   startup_superseded: -32011,
+  needs_authorization: -32011,
   startup_timeout: -32012,
   unknown_tool: -32013,
   tool_timeout: -32014,
@@ -840,26 +905,27 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "session/open": ["unknown_server"],
   "session/close": ["unknown_session"],
   "tools/list": ["unknown_session","unknown_server"],
-  "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
   "tools/search": ["unknown_session","unknown_server"],
   "tools/get": ["unknown_session"],
-  "resources/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/read": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/discover": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
-  "prompts/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "prompts/get": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "completion/complete": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "servers/refresh": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "servers/reconnect": ["unknown_session","unknown_server","server_not_ready","startup_timeout","session_closed","startup_superseded"],
+  "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/discover": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
+  "prompts/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "prompts/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "completion/complete": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "servers/refresh": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "servers/reconnect": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","session_closed","startup_superseded"],
   "servers/status": ["unknown_session"],
+  "servers/logout": ["unknown_session","unknown_server"],
   "shutdown": [],
-  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/get": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/result": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/list": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/result": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
 };
 
 /** The error kinds any request may get. */

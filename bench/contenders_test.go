@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+)
+
+// The call-path measurements compare three contenders, each a way for a
+// host to call a tool of one stdio server:
+//
+//   - direct: a go-sdk client of the server in the test process (no host
+//     protocol, no process in between);
+//   - floor: the Go host (hostclient, the host protocol's framing) through
+//     the floor relay process (floorrelay/: frames in, lines out): the
+//     least any process between host and server costs;
+//   - sidecar: the same Go host through a sidecar process with the server
+//     configured.
+//
+// The sidecar's goals are ratios to the floor measured in the same run.
+var contenderNames = []string{"direct", "floor", "sidecar"}
+
+// contender calls tools of one server.
+type contender interface {
+	// callTool calls the tool by its name on the server and returns the
+	// result as the host received it (direct: nil).
+	callTool(tool string, args json.RawMessage) (json.RawMessage, error)
+	// pid is the process between host and server; 0 for direct.
+	pid() int
+	// stop ends the contender and its server (also done at cleanup).
+	stop()
+}
+
+// startContender starts the named contender for the server cfg.
+func startContender(tb testing.TB, name string, cfg *config.ServerConfig) contender {
+	tb.Helper()
+	switch name {
+	case "direct":
+		return directContender{startDirect(tb, cfg)}
+	case "floor":
+		return startFloor(tb, cfg)
+	case "sidecar":
+		h := startHost(tb, hostOptions{process: true})
+		h.initialize(map[string]*config.ServerConfig{cfg.Name: cfg}, nil, "")
+		sess, _ := h.open("eager", nil)
+		return sidecarContender{h: h, sess: sess, server: cfg.Name}
+	}
+	panic("unknown contender " + name)
+}
+
+type directContender struct{ d *direct }
+
+func (c directContender) callTool(tool string, args json.RawMessage) (json.RawMessage, error) {
+	res, err := c.d.callTool(tool, args)
+	if err == nil && res.IsError {
+		err = fmt.Errorf("%s: isError", tool)
+	}
+	return nil, err
+}
+
+func (directContender) pid() int { return 0 }
+
+func (c directContender) stop() { c.d.session.Close() }
+
+type sidecarContender struct {
+	h      *host
+	sess   string
+	server string
+}
+
+func (c sidecarContender) callTool(tool string, args json.RawMessage) (json.RawMessage, error) {
+	return c.h.callTool(c.sess, "mcp__"+c.server+"__"+tool, args)
+}
+
+func (c sidecarContender) pid() int { return c.h.pid }
+
+func (c sidecarContender) stop() { c.h.stop() }
+
+// floorContender is the Go host speaking MCP itself through the floor relay.
+type floorContender struct {
+	hc    *hostclient.Client
+	proc  int
+	close func()
+}
+
+func (c floorContender) callTool(tool string, args json.RawMessage) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	var res json.RawMessage
+	err := c.hc.Call(ctx, "tools/call", map[string]any{"name": tool, "arguments": args}, &res)
+	return res, err
+}
+
+func (c floorContender) pid() int { return c.proc }
+
+func (c floorContender) stop() { c.close() }
+
+// startFloor starts the floor relay with the server cfg behind it and
+// completes MCP's initialize through it.
+func startFloor(tb testing.TB, cfg *config.ServerConfig) floorContender {
+	tb.Helper()
+	cmd := exec.Command(floorRelay(tb), append([]string{cfg.Command}, cfg.Args...)...)
+	cmd.Env = os.Environ()
+	for k, v := range cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	hc := hostclient.New(context.Background(), r, w, hostclient.Options{})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			hc.Close() // the relay sees EOF, closes the server's stdin, waits
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(safety):
+				cmd.Process.Kill()
+				<-done
+				tb.Error("floor relay did not exit after EOF")
+			}
+		})
+	}
+	tb.Cleanup(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	init := map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "bench-floor", "version": "1"},
+	}
+	if err := hc.Call(ctx, "initialize", init, nil); err != nil {
+		tb.Fatalf("initialize through the floor relay: %v", err)
+	}
+	if err := hc.Notify(ctx, "notifications/initialized", map[string]any{}); err != nil {
+		tb.Fatal(err)
+	}
+	return floorContender{hc: hc, proc: cmd.Process.Pid, close: stop}
+}
+
+var floorBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// floorRelay builds floorrelay/ once per test process and returns the
+// binary's path.
+func floorRelay(tb testing.TB) string {
+	tb.Helper()
+	floorBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-sidecar-bench-floor")
+		if err != nil {
+			floorBuild.err = err
+			return
+		}
+		buildDirs = append(buildDirs, dir)
+		floorBuild.path = filepath.Join(dir, "floorrelay")
+		out, err := exec.Command("go", "build", "-o", floorBuild.path, "./floorrelay").CombinedOutput()
+		if err != nil {
+			floorBuild.err = fmt.Errorf("go build ./floorrelay: %v\n%s", err, out)
+		}
+	})
+	if floorBuild.err != nil {
+		tb.Fatal(floorBuild.err)
+	}
+	return floorBuild.path
+}
+
+// buildDirs are removed when the test binary ends (TestMain).
+var buildDirs []string
+
+// echoServer is a stdio server with an echo tool, and the echo's
+// arguments: "fixture" (go-sdk, internal/fixture) or "everything"
+// (server-everything on node; skips when setup.sh did not install it).
+func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessage) {
+	tb.Helper()
+	switch kind {
+	case "everything":
+		node, entry, why := everythingEntry()
+		if why != "" {
+			tb.Skip(why)
+		}
+		return &config.ServerConfig{Name: "s", Command: node, Args: []string{entry}}, json.RawMessage(`{"message":"hello"}`)
+	case "fixture":
+		return fixtureEcho(), echoArgs
+	}
+	panic("unknown server " + kind)
+}
+
+// ctxSwitches returns the context switches (voluntary and involuntary)
+// of all of pid's threads so far (threads that ended are not counted).
+func ctxSwitches(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
+				x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += x
+			}
+		}
+	}
+	return n, nil
+}
+
+// checkedCall wraps a contender's echo call: an error result fails it.
+func checkedCall(c contender, tool string, args json.RawMessage) func() error {
+	return func() error {
+		res, err := c.callTool(tool, args)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			var r struct {
+				IsError bool `json:"isError"`
+			}
+			if err := json.Unmarshal(res, &r); err != nil {
+				return fmt.Errorf("%s result: %w", tool, err)
+			}
+			if r.IsError {
+				return errors.New(tool + ": isError")
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,590 @@
+// Package oauthtest runs, inside a test, a real OAuth 2.1 authorization
+// server and an MCP server that it protects, both over real HTTP
+// (httptest): discovery metadata, dynamic client registration,
+// authorization with PKCE, code exchange, refresh, revocation and
+// step-up, with counters and switches a test asserts on and flips.
+package oauthtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// Config shapes an AuthServer.
+type Config struct {
+	// ScopesSupported is advertised in both metadata documents.
+	ScopesSupported []string
+	// AccessTTL is the access tokens' expires_in (default one hour).
+	AccessTTL time.Duration
+	// Issuer, when set, is the issuer the metadata claims instead of the
+	// server's own URL (an issuer mismatch).
+	Issuer string
+	// IssParameter advertises RFC 9207 and sends iss on redirects; WrongIss
+	// sends that value instead of the issuer.
+	IssParameter bool
+	WrongIss     string
+	// Clients are pre-registered clients: id -> secret ("" for public).
+	Clients map[string]string
+	// NoRegistration turns dynamic client registration off.
+	NoRegistration bool
+	// Deny answers authorization requests with error=access_denied.
+	Deny bool
+}
+
+// AuthServer is the authorization server.
+type AuthServer struct {
+	srv *httptest.Server
+	cfg Config
+
+	mu       sync.Mutex
+	seq      int
+	clients  map[string]*client
+	codes    map[string]*grant
+	access   map[string]*token // valid access tokens
+	refresh  map[string]*grant // valid refresh tokens
+	issued   []string          // every token issued, access and refresh
+	counts   Counts
+	lastAuth url.Values
+}
+
+type client struct {
+	secret       string
+	redirectURIs []string
+}
+
+type grant struct {
+	clientID, redirectURI, challenge, resource string
+	scopes                                     []string
+}
+
+type token struct {
+	scopes []string
+}
+
+// Counts are what the authorization server saw.
+type Counts struct {
+	Registrations  int
+	Authorizations int // authorization requests
+	CodeExchanges  int // successful authorization_code grants
+	Refreshes      int // successful refresh_token grants
+	RefreshDenied  int // refresh_token grants refused (invalid_grant)
+}
+
+// NewAuthServer starts an authorization server; it stops with the test.
+func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
+	t.Helper()
+	if cfg.AccessTTL == 0 {
+		cfg.AccessTTL = time.Hour
+	}
+	a := &AuthServer{cfg: cfg, clients: map[string]*client{}, codes: map[string]*grant{}, access: map[string]*token{}, refresh: map[string]*grant{}}
+	for id, secret := range cfg.Clients {
+		a.clients[id] = &client{secret: secret}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
+	mux.HandleFunc("GET /authorize", a.authorize)
+	mux.HandleFunc("POST /token", a.token)
+	if !cfg.NoRegistration {
+		mux.HandleFunc("POST /register", a.register)
+	}
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// URL is the server's URL, which is its issuer.
+func (a *AuthServer) URL() string { return a.srv.URL }
+
+// Counts returns the counters so far.
+func (a *AuthServer) Counts() Counts {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.counts
+}
+
+// Issued returns every token issued so far (access and refresh).
+func (a *AuthServer) Issued() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.issued)
+}
+
+// LastAuthorization is the query of the last authorization request.
+func (a *AuthServer) LastAuthorization() url.Values {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastAuth
+}
+
+// RevokeAccess makes every access token issued so far invalid (the
+// resource server answers 401), as if they expired early.
+func (a *AuthServer) RevokeAccess() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.access)
+}
+
+// RevokeAll makes every token issued so far invalid, refresh tokens too.
+func (a *AuthServer) RevokeAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.access)
+	clear(a.refresh)
+}
+
+// Verify reports the scopes of a valid access token.
+func (a *AuthServer) Verify(tok string) ([]string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.access[tok]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(t.scopes), true
+}
+
+func (a *AuthServer) issuer() string {
+	if a.cfg.Issuer != "" {
+		return a.cfg.Issuer
+	}
+	return a.srv.URL
+}
+
+func (a *AuthServer) metadata(w http.ResponseWriter, r *http.Request) {
+	base := a.srv.URL
+	m := map[string]any{
+		"issuer":                                a.issuer(),
+		"authorization_endpoint":                base + "/authorize",
+		"token_endpoint":                        base + "/token",
+		"response_types_supported":              []string{"code"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "none"},
+	}
+	if !a.cfg.NoRegistration {
+		m["registration_endpoint"] = base + "/register"
+	}
+	if a.cfg.ScopesSupported != nil {
+		m["scopes_supported"] = a.cfg.ScopesSupported
+	}
+	if a.cfg.IssParameter {
+		m["authorization_response_iss_parameter_supported"] = true
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (a *AuthServer) next(prefix string) string {
+	a.seq++
+	return prefix + "-" + strconv.Itoa(a.seq) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+}
+
+func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
+	var meta oauthex.ClientRegistrationMetadata
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&meta); err != nil || len(meta.RedirectURIs) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
+		return
+	}
+	a.mu.Lock()
+	id := a.next("client")
+	c := &client{redirectURIs: meta.RedirectURIs}
+	method := meta.TokenEndpointAuthMethod
+	if method != "none" {
+		c.secret = a.next("secret")
+		if method == "" {
+			method = "client_secret_basic"
+		}
+	}
+	a.clients[id] = c
+	a.counts.Registrations++
+	a.mu.Unlock()
+	res := map[string]any{"client_id": id, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": method}
+	if c.secret != "" {
+		res["client_secret"] = c.secret
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.mu.Lock()
+	a.counts.Authorizations++
+	a.lastAuth = q
+	c := a.clients[q.Get("client_id")]
+	a.mu.Unlock()
+	redirectURI := q.Get("redirect_uri")
+	switch {
+	case c == nil:
+		http.Error(w, "unknown client", http.StatusBadRequest)
+		return
+	case len(c.redirectURIs) > 0 && !slices.Contains(c.redirectURIs, redirectURI):
+		http.Error(w, "redirect_uri not registered", http.StatusBadRequest)
+		return
+	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
+		http.Error(w, "PKCE S256 required", http.StatusBadRequest)
+		return
+	case q.Get("response_type") != "code":
+		http.Error(w, "response_type must be code", http.StatusBadRequest)
+		return
+	}
+	to, err := url.Parse(redirectURI)
+	if err != nil {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	back := to.Query()
+	back.Set("state", q.Get("state"))
+	if a.cfg.Deny {
+		back.Set("error", "access_denied")
+		back.Set("error_description", "the user said no")
+	} else {
+		a.mu.Lock()
+		code := a.next("code")
+		a.codes[code] = &grant{clientID: q.Get("client_id"), redirectURI: redirectURI, challenge: q.Get("code_challenge"), resource: q.Get("resource"), scopes: strings.Fields(q.Get("scope"))}
+		a.mu.Unlock()
+		back.Set("code", code)
+	}
+	switch {
+	case a.cfg.WrongIss != "":
+		back.Set("iss", a.cfg.WrongIss)
+	case a.cfg.IssParameter:
+		back.Set("iss", a.issuer())
+	}
+	to.RawQuery = back.Encode()
+	http.Redirect(w, r, to.String(), http.StatusFound)
+}
+
+// clientAuth reads the client's credentials (Basic header or form).
+func clientAuth(r *http.Request) (id, secret string) {
+	if id, secret, ok := r.BasicAuth(); ok {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+		return id, secret
+	}
+	return r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+}
+
+func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		return
+	}
+	id, secret := clientAuth(r)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.clients[id]
+	if c == nil || c.secret != secret {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	var g *grant
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		g = a.codes[r.PostForm.Get("code")]
+		delete(a.codes, r.PostForm.Get("code")) // one use
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if g == nil || g.clientID != id || g.redirectURI != r.PostForm.Get("redirect_uri") ||
+			base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "bad code, redirect_uri or code_verifier"})
+			return
+		}
+		a.counts.CodeExchanges++
+	case "refresh_token":
+		rt := r.PostForm.Get("refresh_token")
+		g = a.refresh[rt]
+		if g == nil || g.clientID != id {
+			a.counts.RefreshDenied++
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "refresh token revoked"})
+			return
+		}
+		delete(a.refresh, rt) // rotated
+		a.counts.Refreshes++
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	at, rt := a.next("access"), a.next("refresh")
+	a.access[at] = &token{scopes: g.scopes}
+	a.refresh[rt] = g
+	a.issued = append(a.issued, at, rt)
+	res := map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": int(a.cfg.AccessTTL.Seconds())}
+	if len(g.scopes) > 0 {
+		res["scope"] = strings.Join(g.scopes, " ")
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// ServerConfig shapes a protected MCP server.
+type ServerConfig struct {
+	// Scopes are required of every request (announced in the 401's
+	// challenge) and listed as scopes_supported.
+	Scopes []string
+	// ToolScopes are extra scopes a tool call needs: a call without them
+	// gets 403 insufficient_scope naming all the scopes it needs.
+	ToolScopes map[string][]string
+	// OpenHandshake lets initialize and notifications through without a
+	// token: only the requests after them need one.
+	OpenHandshake bool
+}
+
+// Server is an MCP server (go-sdk's, over Streamable HTTP) that needs a
+// token of its AuthServer, with RFC 9728 metadata. Its tools: echo, and
+// any named in ToolScopes (each echoes too).
+type Server struct {
+	srv *httptest.Server
+	as  *AuthServer
+	cfg ServerConfig
+
+	mu     sync.Mutex
+	tokens []string // tokens of accepted requests, in order
+	denied int      // requests answered 401 or 403
+	ms     *mcp.Server
+	mcp    http.Handler
+}
+
+// NewServer starts a protected MCP server; it stops with the test.
+func NewServer(t testing.TB, as *AuthServer, cfg ServerConfig) *Server {
+	t.Helper()
+	s := &Server{as: as, cfg: cfg}
+	mux := http.NewServeMux()
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+		s.mu.Lock()
+		ms := s.ms
+		s.mu.Unlock()
+		closeSessions(ms)
+	})
+	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:             s.URL(),
+		AuthorizationServers: []string{as.URL()},
+		ScopesSupported:      cfg.Scopes,
+	}))
+	s.ms, s.mcp = s.newMCP()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		h := s.mcp
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+	verify := func(ctx context.Context, tok string, r *http.Request) (*auth.TokenInfo, error) {
+		scopes, ok := as.Verify(tok)
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown or revoked", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{Scopes: scopes, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm, Scopes: cfg.Scopes})
+	protected := bearer(s.stepUp(h, prm))
+	if cfg.OpenHandshake {
+		protected = openHandshake(h, protected)
+	}
+	mux.Handle("/mcp", s.record(protected))
+	return s
+}
+
+// URL is the MCP endpoint.
+func (s *Server) URL() string { return s.srv.URL + "/mcp" }
+
+// Forget makes the server forget its MCP sessions, as a restart does: a
+// request with an old session id gets 404.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	old := s.ms
+	s.ms, s.mcp = s.newMCP()
+	s.mu.Unlock()
+	closeSessions(old)
+}
+
+// newMCP is a fresh go-sdk server (it knows no session) and its handler.
+func (s *Server) newMCP() (*mcp.Server, http.Handler) {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	echo := func(_ context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	}
+	mcp.AddTool(ms, &mcp.Tool{Name: "echo", Description: "echo the text"}, echo)
+	for name := range s.cfg.ToolScopes {
+		mcp.AddTool(ms, &mcp.Tool{Name: name, Description: "echo the text, with more scopes"}, echo)
+	}
+	return ms, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+}
+
+func closeSessions(ms *mcp.Server) {
+	for ss := range ms.Sessions() {
+		ss.Close()
+	}
+}
+
+// Tokens returns the bearer tokens of the requests served, in order.
+func (s *Server) Tokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
+}
+
+// Denied counts the requests answered 401 or 403.
+func (s *Server) Denied() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.denied
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden {
+			s.denied++
+		} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			s.tokens = append(s.tokens, tok)
+		}
+	})
+}
+
+// stepUp answers a tools/call of a tool whose scopes the token lacks with
+// 403 insufficient_scope.
+func (s *Server) stepUp(next http.Handler, prm string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || len(s.cfg.ToolScopes) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		need := s.cfg.ToolScopes[msg.Params.Name]
+		if msg.Method == "tools/call" && len(need) > 0 {
+			have := auth.TokenInfoFromContext(r.Context())
+			for _, sc := range need {
+				if have == nil || !slices.Contains(have.Scopes, sc) {
+					all := slices.Concat(s.cfg.Scopes, need)
+					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, strings.Join(all, " "), prm))
+					http.Error(w, "insufficient scope", http.StatusForbidden)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// openHandshake sends initialize, notifications and session GET/DELETE
+// to open, everything else to protected.
+func openHandshake(open, protected http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			open.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method == "initialize" || msg.ID == nil {
+			open.ServeHTTP(w, r)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// Browse does what a browser does with an authorization URL when the user
+// approves at once: it follows the redirects, to the redirect URI
+// included, and returns the last URL and its status.
+func Browse(ctx context.Context, authURL string) (last string, status int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.Request.URL.String(), resp.StatusCode, nil
+}
+
+// RedirectOf returns where the authorization server sends the browser for
+// authURL, without going there (what a host that catches the redirect
+// itself sees).
+func RedirectOf(ctx context.Context, authURL string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", err
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return "", fmt.Errorf("no redirect: %s", resp.Status)
+	}
+	return loc, nil
+}

@@ -1,0 +1,130 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+)
+
+// TestRawCallLine checks the tools/call line the raw path writes, as the
+// server read it: its own string id (go-sdk's are numbers), _meta keys
+// sorted with their values' bytes, whitespace between tokens compacted (a
+// newline in the host's arguments would otherwise end the line), the task
+// member, and the result returned as the server wrote it.
+func TestRawCallLine(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{
+		Raw:        &fixture.RawSpec{},
+		RawLogFile: rawLog,
+	})})
+	if !c.rawCallsUsable() {
+		t.Fatal("the raw path is not used over stdio")
+	}
+	args := "{\"text\": \"a b\",\n \"n\":\t12345678901234567890}"
+	meta := map[string]any{
+		"progressToken":       json.RawMessage(`"p-1"`),
+		"codex/sandbox-state": json.RawMessage("{\"h\":\"<&>\", \"e\":\"\\u00e9\"}"),
+		"a-first":             "plain <value>",
+	}
+	res, err := c.callTool(testCtx(t), "echo", json.RawMessage(args), meta, json.RawMessage(`{ "ttl": 5 }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw fixture answers with the arguments it got as text.
+	wantArgs := `{"text":"a b","n":12345678901234567890}`
+	wantRes, _ := json.Marshal(wantArgs)
+	if got, want := string(res), `{"content":[{"type":"text","text":`+string(wantRes)+`}]}`; got != want {
+		t.Errorf("result:\n got %s\nwant %s", got, want)
+	}
+	if _, err := c.CallTool(testCtx(t), "echo", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range fixture.ReadLines(rawLog) {
+		if strings.Contains(l, `"tools/call"`) {
+			lines = append(lines, l)
+		}
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"_meta":{"a-first":"plain <value>","codex/sandbox-state":{"h":"<&>","e":"\u00e9"},"progressToken":"p-1"},"name":"echo","arguments":` + wantArgs + `,"task":{"ttl":5}}}`,
+		`{"jsonrpc":"2.0","id":"r2","method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("tools/call lines the server read (-want +got):\n%s", diff)
+	}
+}
+
+// TestRawCallLargeArguments: arguments over the in-place threshold are
+// written in three parts, and arrive whole.
+func TestRawCallLargeArguments(t *testing.T) {
+	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{Raw: &fixture.RawSpec{}})})
+	big := `{"data":"` + strings.Repeat("z", 3*rawWriteInPlace) + `"}`
+	res, err := c.CallTool(testCtx(t), "echo", json.RawMessage(big), map[string]any{"k": json.RawMessage(`1`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := r.Content[0].(*mcp.TextContent); !ok || tc.Text != big {
+		t.Errorf("the server did not get the arguments whole (%d bytes back)", len(res))
+	}
+}
+
+// TestRawCallErrors: a JSON-RPC error answer is a *ServerError naming the
+// server, as on go-sdk's path.
+func TestRawCallErrors(t *testing.T) {
+	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}})})
+	_, err := c.CallTool(testCtx(t), "no-such-tool", nil, nil)
+	var se *ServerError
+	if !errors.As(err, &se) || se.Code != -32602 || se.Server != "fx" || se.Method != "tools/call" {
+		t.Fatalf("err = %#v, want a -32602 ServerError of server fx", err)
+	}
+}
+
+func TestHasLayout(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":1}`:            false,
+		`{"a b":"c d\n"}`:    false, // escapes and spaces in strings are content
+		`{"a":"\"", "b":1}`:  true,
+		"{\"a\":\n1}":        true,
+		`[1,2]`:              false,
+		` 1`:                 true,
+		`"x\\"`:              false,
+		"{\"s\":\"\\\\\"\t}": true,
+	} {
+		if got := hasLayout([]byte(in)); got != want {
+			t.Errorf("hasLayout(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestResponseMembers(t *testing.T) {
+	tests := []struct {
+		line             string
+		id, result, errv string
+		ok               bool
+	}{
+		{`{"jsonrpc":"2.0","id":"r1","result":{"a":[1,{"b":"}"}]}}`, `"r1"`, `{"a":[1,{"b":"}"}]}`, "", true},
+		{`{"result":{},"jsonrpc":"2.0","id":7}`, `7`, `{}`, "", true},
+		{`{"jsonrpc":"2.0","id":"r2","error":{"code":-1,"message":"m"}}`, `"r2"`, "", `{"code":-1,"message":"m"}`, true},
+		{`{"jsonrpc":"2.0","id":"r3","method":"x"}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":"r4","error":null}`, "", "", "", false},
+		{`[{"jsonrpc":"2.0","id":"r5","result":1}]`, "", "", "", false},
+	}
+	for _, tt := range tests {
+		id, result, errv, ok := responseMembers([]byte(tt.line))
+		if ok != tt.ok || (ok && (string(id) != tt.id || string(result) != tt.result || string(errv) != tt.errv)) {
+			t.Errorf("responseMembers(%s) = %s, %s, %s, %v; want %s, %s, %s, %v", tt.line, id, result, errv, ok, tt.id, tt.result, tt.errv, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 5 * time.Minute
+	// RefreshBefore is how long before its expiry a token is refreshed.
+	RefreshBefore = time.Minute
+)
+
+// Options configure a Manager.
+type Options struct {
+	Store *Store
+	// HTTPClient makes the requests to the authorization server
+	// (discovery, registration, token); nil is http.DefaultClient.
+	HTTPClient *http.Client
+	// Now is the clock of token expiry; nil is time.Now.
+	Now func() time.Time
+	// Timeout bounds an authorization flow (the user in the browser);
+	// TimeoutKey says how the user sets it, for the error that ends a flow.
+	Timeout    time.Duration
+	TimeoutKey string
+	// ClientName is sent at dynamic client registration.
+	ClientName string
+	// OnAuthorized is told that a flow stored new credentials for key. It
+	// runs on the flow's goroutine and must not block.
+	OnAuthorized func(Key)
+	// Joined is told that a connection begins to wait for a flow another
+	// connection started (tests order events with it).
+	Joined func(Key)
+	Logger *slog.Logger
+}
+
+// Manager owns the credentials store and the authorization flows. One
+// flow runs per key at a time; every connection that needs it waits for
+// it.
+type Manager struct {
+	opts Options
+
+	ctx    context.Context // ends at Close; parents every flow
+	cancel context.CancelFunc
+	flowWG sync.WaitGroup
+
+	mu    sync.Mutex
+	flows map[string]*flow // running, by Key.ID
+	// cache is the store as last read, and its stamp.
+	cache     map[string]*Credentials
+	cacheAt   stamp
+	cacheRead bool
+
+	refreshes singleflight.Group
+}
+
+// NewManager returns a Manager; Close ends its flows.
+func NewManager(opts Options) *Manager {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "mcp-sidecar"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{opts: opts, flows: map[string]*flow{}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m
+}
+
+// Close cancels the flows in progress and waits for them to end.
+func (m *Manager) Close() {
+	m.cancel()
+	m.flowWG.Wait()
+}
+
+// Server is what a Manager needs to know of one server.
+type Server struct {
+	Name     string
+	URL      string
+	Scopes   []string // configured scopes; none: what the server asks for
+	Resource string   // oauth_resource: the RFC 8707 resource to ask for
+	// ClientID is a pre-registered client; an https URL names a client ID
+	// metadata document instead. ClientSecret is the configured client's
+	// secret (read from its environment variable by the caller).
+	ClientID     string
+	ClientSecret string
+	// CallbackPort is the loopback port of the redirect (0: any free
+	// one); CallbackURL, when set, is the redirect URI to register (its
+	// path is the one listened on).
+	CallbackPort int
+	CallbackURL  string
+}
+
+// Key is the server's credentials key.
+func (s Server) Key() Key { return Key{URL: s.URL, Resource: s.Resource, Scopes: s.Scopes} }
+
+// Status is what is known of a server's authorization, with no secret in
+// it.
+type Status struct {
+	Authorized bool
+	// ExpiresAt is the access token's expiry (zero: unknown or none).
+	ExpiresAt time.Time
+	// Refreshable says the access token can be renewed without the user.
+	Refreshable bool
+	Scopes      []string
+	ObtainedAt  time.Time
+	// PendingURL is the authorization URL of a flow waiting for the user.
+	PendingURL string
+}
+
+// Status reports srv's authorization.
+func (m *Manager) Status(srv Server) (Status, error) {
+	var st Status
+	key := srv.Key()
+	m.mu.Lock()
+	if f := m.flows[key.ID()]; f != nil {
+		st.PendingURL = f.pendingURL()
+	}
+	m.mu.Unlock()
+	c, err := m.credentials(key)
+	if err != nil || c == nil {
+		return st, err
+	}
+	st.Authorized = c.AccessToken != "" || c.RefreshToken != ""
+	st.ExpiresAt = c.Expiry
+	st.Refreshable = c.RefreshToken != ""
+	st.Scopes = slices.Clone(c.GrantedScopes)
+	st.ObtainedAt = c.ObtainedAt
+	return st, nil
+}
+
+// Logout forgets srv's credentials and reports whether there were any.
+func (m *Manager) Logout(srv Server) (bool, error) {
+	id := srv.Key().ID()
+	removed := false
+	err := m.opts.Store.Update(func(entries map[string]*Credentials) error {
+		_, removed = entries[id]
+		delete(entries, id)
+		return nil
+	})
+	m.invalidate()
+	return removed, err
+}
+
+// credentials returns the stored credentials of key (nil when none),
+// reading the file again only when it changed.
+func (m *Manager) credentials(key Key) (*Credentials, error) {
+	now, err := m.opts.Store.current()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.cacheRead || !m.cacheAt.same(now) {
+		entries, at, err := m.opts.Store.Load()
+		if err != nil {
+			return nil, err
+		}
+		m.cache, m.cacheAt, m.cacheRead = entries, at, true
+	}
+	c := m.cache[key.ID()]
+	if c == nil {
+		return nil, nil
+	}
+	cp := *c
+	return &cp, nil
+}
+
+func (m *Manager) invalidate() {
+	m.mu.Lock()
+	m.cacheRead = false
+	m.mu.Unlock()
+}
+
+// save stores c under key.
+func (m *Manager) save(key Key, c *Credentials) error {
+	err := m.opts.Store.Update(func(entries map[string]*Credentials) error {
+		entries[key.ID()] = c
+		return nil
+	})
+	m.invalidate()
+	return err
+}
+
+// errRefreshRejected is the errors.Is target of a refresh the authorization
+// server refused (invalid_grant): the refresh token was revoked or expired.
+var errRefreshRejected = errors.New("the refresh token was rejected")
+
+// refresh renews the access token of srv with its refresh token. Callers
+// refreshing the same key at once share one request. stale is the access
+// token the caller found wanting: when the stored one differs already,
+// another caller refreshed it and that token is returned.
+func (m *Manager) refresh(ctx context.Context, srv Server, stale string) (*Credentials, error) {
+	key := srv.Key()
+	ch := m.refreshes.DoChan(key.ID(), func() (any, error) {
+		// Not the first caller's ctx: one caller giving up must not fail
+		// the others.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return m.refreshNow(ctx, srv, stale)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Credentials), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Credentials, error) {
+	key := srv.Key()
+	c, err := m.credentials(key)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil || c.RefreshToken == "" {
+		return nil, fmt.Errorf("server %q: %w: none is stored", srv.Name, errRefreshRejected)
+	}
+	if c.AccessToken != stale && !m.expiring(c) {
+		return c, nil // refreshed meanwhile (here or in another process)
+	}
+	secret := c.ClientSecret
+	if c.ClientFromConfig {
+		secret = srv.ClientSecret
+	}
+	cfg := &oauth2.Config{
+		ClientID:     c.ClientID,
+		ClientSecret: secret,
+		Endpoint:     oauth2.Endpoint{TokenURL: c.TokenURL, AuthStyle: oauth2.AuthStyle(c.AuthStyle)},
+	}
+	// An empty access token makes oauth2 refresh at once, whatever its
+	// own clock says: expiry is decided here, by m.opts.Now.
+	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+			// The grant is gone: forget the tokens, keep nothing that
+			// would be tried again.
+			m.forgetTokens(key, c.RefreshToken)
+			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, describeRetrieve(re))
+		}
+		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, scrub(err))
+	}
+	next := *c
+	next.AccessToken = tok.AccessToken
+	next.TokenType = tok.TokenType
+	if tok.RefreshToken != "" {
+		next.RefreshToken = tok.RefreshToken // rotated
+	}
+	next.Expiry = m.expiryOf(tok)
+	if s := scopesOf(tok); s != nil {
+		slices.Sort(s)
+		next.GrantedScopes = s
+	}
+	next.ObtainedAt = m.opts.Now()
+	if err := m.save(key, &next); err != nil {
+		return nil, err
+	}
+	m.opts.Logger.Info("access token refreshed", "server", srv.Name)
+	return &next, nil
+}
+
+// forgetTokens removes the tokens of key if its refresh token is still
+// rt (a login elsewhere may have replaced them meanwhile).
+func (m *Manager) forgetTokens(key Key, rt string) {
+	err := m.opts.Store.Update(func(entries map[string]*Credentials) error {
+		if c := entries[key.ID()]; c != nil && c.RefreshToken == rt {
+			delete(entries, key.ID())
+		}
+		return nil
+	})
+	m.invalidate()
+	if err != nil {
+		m.opts.Logger.Warn("credentials not removed", "err", err)
+	}
+}
+
+// expiring reports whether c's access token is past, or within
+// RefreshBefore of, its expiry.
+func (m *Manager) expiring(c *Credentials) bool {
+	return !c.Expiry.IsZero() && !m.opts.Now().Add(RefreshBefore).Before(c.Expiry)
+}
+
+// expiryOf is tok's expiry on m's clock: oauth2 computes Expiry from
+// expires_in on the wall clock, which tests replace.
+func (m *Manager) expiryOf(tok *oauth2.Token) time.Time {
+	if tok.ExpiresIn > 0 {
+		return m.opts.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return tok.Expiry
+}
+
+// scopesOf reads the scope member of a token response (nil when absent).
+func scopesOf(tok *oauth2.Token) []string {
+	s, _ := tok.Extra("scope").(string)
+	if s == "" {
+		return nil
+	}
+	return strings.Fields(s)
+}
+
+// describeRetrieve is an authorization server's error without the response
+// body (which is the server's, and might echo what was sent).
+func describeRetrieve(re *oauth2.RetrieveError) string {
+	msg := re.ErrorCode
+	if re.ErrorDescription != "" {
+		msg += ": " + re.ErrorDescription
+	}
+	if msg == "" && re.Response != nil {
+		msg = re.Response.Status
+	}
+	return msg
+}
+
+// scrub replaces an oauth2.RetrieveError by its description.
+func scrub(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		return errors.New(describeRetrieve(re))
+	}
+	return err
+}

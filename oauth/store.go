@@ -1,0 +1,301 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+)
+
+// Key names one set of credentials: the server's URL, the RFC 8707
+// resource and the scopes configured for it. Two servers configured alike
+// share their credentials; a change of any part asks for a new
+// authorization rather than use a token granted for something else.
+type Key struct {
+	URL      string
+	Resource string
+	Scopes   []string // as configured; order does not matter
+}
+
+// ID is the key's name in the credentials file.
+func (k Key) ID() string {
+	scopes := slices.Clone(k.Scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	sum := sha256.Sum256([]byte(k.URL + "\x00" + k.Resource + "\x00" + strings.Join(scopes, " ")))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Credentials are what one authorization left: the client it used (so
+// that a refresh can be made without the user) and the tokens.
+type Credentials struct {
+	// Server is the name of the server that was authorized (for people;
+	// the key is what counts).
+	Server   string   `json:"server"`
+	URL      string   `json:"url"`
+	Resource string   `json:"resource,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
+
+	ClientID string `json:"clientId"`
+	// ClientSecret is a secret the authorization server issued at dynamic
+	// registration. A configured client's secret is never stored: it is
+	// read from its environment variable each time (ClientFromConfig).
+	ClientSecret     string `json:"clientSecret,omitempty"`
+	ClientFromConfig bool   `json:"clientFromConfig,omitempty"`
+	TokenURL         string `json:"tokenUrl"`
+	// AuthStyle is how the client authenticates at TokenURL
+	// (oauth2.AuthStyle: 0 auto, 1 in params, 2 in header).
+	AuthStyle int `json:"authStyle,omitempty"`
+
+	AccessToken  string    `json:"accessToken"`
+	TokenType    string    `json:"tokenType,omitempty"`
+	RefreshToken string    `json:"refreshToken,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	// GrantedScopes are the scopes the token carries (the token
+	// response's scope, else those requested).
+	GrantedScopes []string  `json:"grantedScopes,omitempty"`
+	ObtainedAt    time.Time `json:"obtainedAt"`
+}
+
+// Store is the credentials file: credentials.json in a directory of its
+// own that only its owner can enter (0700), the file only its owner can
+// read (0600). A file or directory that someone else owns or can read is
+// refused, not used: someone else's tokens would make the sidecar act as
+// that someone. Writes are atomic (temp file, fsync, rename) under a lock
+// file, so the sidecar and a login command in another process never lose
+// each other's updates.
+type Store struct {
+	Dir string
+
+	mu sync.Mutex // orders this process's updates; the lock file orders processes
+}
+
+// DefaultStoreDir is $XDG_CONFIG_HOME/mcp-sidecar/credentials, or
+// $HOME/.config/mcp-sidecar/credentials: tokens are configuration a person
+// made, not a cache (the catalog cache may be wiped at any time).
+func DefaultStoreDir(env config.Lookup) (string, error) {
+	get := func(k string) string {
+		if env == nil {
+			return ""
+		}
+		v, _ := env(k)
+		return v
+	}
+	if x := get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "mcp-sidecar", "credentials"), nil
+	}
+	if h := get("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".config", "mcp-sidecar", "credentials"), nil
+	}
+	return "", errors.New("credentials store: no directory: neither XDG_CONFIG_HOME nor HOME is an absolute path")
+}
+
+const (
+	storeFile    = "credentials.json"
+	storeLock    = "credentials.lock"
+	storeVersion = 1
+	// maxStoreBytes bounds the file: a few hundred servers' tokens.
+	maxStoreBytes = 4 << 20
+)
+
+type storeFileFormat struct {
+	Version     int                     `json:"version"`
+	Credentials map[string]*Credentials `json:"credentials"`
+}
+
+// ErrUnsafe is matched (errors.Is) by the error for a credentials file or
+// directory that another user owns or that others may read or write.
+var ErrUnsafe = errors.New("credentials store is not private")
+
+func (s *Store) path() string { return filepath.Join(s.Dir, storeFile) }
+
+// stamp identifies one version of the file, so that a reader can tell
+// whether it changed without reading it.
+type stamp struct {
+	info fs.FileInfo
+}
+
+func (a stamp) same(b stamp) bool {
+	if a.info == nil || b.info == nil {
+		return a.info == nil && b.info == nil
+	}
+	return os.SameFile(a.info, b.info) && a.info.Size() == b.info.Size() && a.info.ModTime().Equal(b.info.ModTime())
+}
+
+// current stats the file: a missing file is the zero stamp.
+func (s *Store) current() (stamp, error) {
+	fi, err := os.Stat(s.path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return stamp{}, nil
+	}
+	if err != nil {
+		return stamp{}, fmt.Errorf("credentials store: %w", err)
+	}
+	return stamp{info: fi}, nil
+}
+
+// Load reads every entry, by Key.ID. A missing file or directory is no
+// entries.
+func (s *Store) Load() (map[string]*Credentials, stamp, error) {
+	if s.Dir == "" {
+		return nil, stamp{}, errors.New("credentials store: no directory configured")
+	}
+	if err := checkPrivate(s.Dir, true); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, stamp{}, err
+	}
+	f, err := os.Open(s.path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*Credentials{}, stamp{}, nil
+	}
+	if err != nil {
+		return nil, stamp{}, fmt.Errorf("credentials store: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, stamp{}, fmt.Errorf("credentials store: %w", err)
+	}
+	if err := checkPrivateInfo(s.path(), fi, false); err != nil {
+		return nil, stamp{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxStoreBytes+1))
+	if err != nil {
+		return nil, stamp{}, fmt.Errorf("credentials store: read %s: %w", s.path(), err)
+	}
+	if len(data) > maxStoreBytes {
+		return nil, stamp{}, fmt.Errorf("credentials store: %s is larger than %d bytes", s.path(), maxStoreBytes)
+	}
+	entries, err := decodeStore(data)
+	if err != nil {
+		return nil, stamp{}, fmt.Errorf("credentials store: %s: %w", s.path(), err)
+	}
+	return entries, stamp{info: fi}, nil
+}
+
+func decodeStore(data []byte) (map[string]*Credentials, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return map[string]*Credentials{}, nil
+	}
+	var f storeFileFormat
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("not a credentials file: %w", err)
+	}
+	if f.Version != storeVersion {
+		return nil, fmt.Errorf("version %d, this mcp-sidecar reads version %d", f.Version, storeVersion)
+	}
+	if f.Credentials == nil {
+		f.Credentials = map[string]*Credentials{}
+	}
+	for id, c := range f.Credentials {
+		if c == nil {
+			delete(f.Credentials, id)
+		}
+	}
+	return f.Credentials, nil
+}
+
+// Update reads the file, lets fn change the entries and writes them back,
+// all under the lock, creating the directory (0700) and the file (0600) as
+// needed. fn's error aborts the update.
+func (s *Store) Update(fn func(entries map[string]*Credentials) error) error {
+	if s.Dir == "" {
+		return errors.New("credentials store: no directory configured")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	if err := checkPrivate(s.Dir, true); err != nil {
+		return err
+	}
+	unlock, err := lockFile(filepath.Join(s.Dir, storeLock))
+	if err != nil {
+		return fmt.Errorf("credentials store: lock: %w", err)
+	}
+	defer unlock()
+	entries, _, err := s.Load()
+	if err != nil {
+		return err
+	}
+	if err := fn(entries); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(storeFileFormat{Version: storeVersion, Credentials: entries}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	return writeAtomic(s.Dir, s.path(), append(data, '\n'))
+}
+
+// writeAtomic writes data to path through a temp file in dir, fsynced and
+// renamed, mode 0600.
+func writeAtomic(dir, path string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, ".credentials-*.tmp")
+	if err != nil {
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // after a successful rename, nothing is there
+	if err := tmp.Chmod(0o600); err != nil && !chmodUnsupported(err) {
+		tmp.Close()
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("credentials store: write: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("credentials store: sync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("credentials store: %w", err)
+	}
+	return nil
+}
+
+// unsafeError says why a path of the store is refused.
+type unsafeError struct {
+	path, why string
+}
+
+func (e *unsafeError) Error() string {
+	return fmt.Sprintf("credentials store: %s is refused: %s", e.path, e.why)
+}
+
+func (e *unsafeError) Is(target error) bool { return target == ErrUnsafe }
+
+// checkPrivate checks the owner and mode of path (a directory when dir).
+func checkPrivate(path string, dir bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	return checkPrivateInfo(path, fi, dir)
+}
+
+func checkPrivateInfo(path string, fi fs.FileInfo, dir bool) error {
+	switch {
+	case dir && !fi.IsDir():
+		return &unsafeError{path, "not a directory"}
+	case !dir && !fi.Mode().IsRegular():
+		return &unsafeError{path, "not a regular file"}
+	}
+	return checkOwner(path, fi)
+}

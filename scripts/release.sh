@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the release binaries of mcp-sidecar: static (CGO_ENABLED=0),
+# -trimpath, the version stamped in from git, one archive per target and
+# their SHA-256 sums.
+#
+#   scripts/release.sh [-o DIR] [OS/ARCH ...]
+#
+# Targets default to all six: linux, darwin and windows on amd64 and arm64.
+# The version is $VERSION if set, else `git describe --tags --match 'v*'`
+# (a release tag v1.2.3 gives 1.2.3; commits after it 1.2.3-4-gabcdef0),
+# else 0.0.0-dev.g<commit>; "-dirty" is added for a modified tree. DIR
+# (default dist/) gets:
+#
+#   mcp-sidecar_<version>_<os>_<arch>.tar.gz   (.zip for windows): the binary and README.md
+#   bin/<os>-<arch>/mcp-sidecar[.exe]          the binaries, for npm packaging
+#   SHA256SUMS                                 sha256sum -c checks the archives
+#   VERSION                                    the version stamped in
+#
+# `mcp-sidecar version` and initialize's serverInfo.version print the version.
+# Every target is tried; the exit status is 1 if any failed to build.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+out="dist"
+if [[ "${1:-}" == "-o" ]]; then
+  out="$2"
+  shift 2
+fi
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
+fi
+
+version="${VERSION:-}"
+if [[ -z "$version" ]]; then
+  if described=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); then
+    version="${described#v}"
+  else
+    version="0.0.0-dev.g$(git rev-parse --short HEAD)"
+    [[ -z "$(git status --porcelain --untracked-files=no)" ]] || version+="-dirty"
+  fi
+fi
+# The version goes into npm package names' versions: it must be semver.
+if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "release: version $version is not semver (MAJOR.MINOR.PATCH[-PRERELEASE])" >&2
+  exit 2
+fi
+
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+rm -f "$out"/mcp-sidecar_* "$out/SHA256SUMS"
+echo "$version" >"$out/VERSION"
+echo "release: mcp-sidecar $version -> $out"
+
+archive_zip() { # zip FILE DIR: the contents of DIR, without the folder
+  if command -v zip >/dev/null; then
+    (cd "$2" && zip -q -X -r "$1" .)
+  else
+    python3 - "$1" "$2" <<'PY'
+import os, sys, zipfile
+dest, src = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+    for name in sorted(os.listdir(src)):
+        z.write(os.path.join(src, name), name)
+PY
+  fi
+}
+
+failed=()
+for target in "${targets[@]}"; do
+  goos="${target%/*}" goarch="${target#*/}"
+  exe=mcp-sidecar
+  [[ "$goos" == windows ]] && exe=mcp-sidecar.exe
+  bindir="$out/bin/$goos-$goarch"
+  rm -rf "$bindir"
+  mkdir -p "$bindir"
+  if ! CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" go build -trimpath \
+    -ldflags "-s -w -X main.version=$version" -o "$bindir/$exe" .; then
+    echo "release: $target FAILED to build" >&2
+    failed+=("$target")
+    rm -rf "$bindir"
+    continue
+  fi
+  stage=$(mktemp -d)
+  cp "$bindir/$exe" README.md "$stage/"
+  name="mcp-sidecar_${version}_${goos}_${goarch}"
+  if [[ "$goos" == windows ]]; then
+    archive_zip "$out/$name.zip" "$stage"
+  else
+    # Owner and times fixed, so the same commit gives the same archive.
+    tar -C "$stage" --owner=0 --group=0 --numeric-owner --mtime='2000-01-01 00:00:00Z' --sort=name \
+      -czf "$out/$name.tar.gz" "$exe" README.md
+  fi
+  rm -rf "$stage"
+  echo "release: $target ok ($(du -h "$bindir/$exe" | cut -f1))"
+done
+
+(cd "$out" && sha256sum mcp-sidecar_* >SHA256SUMS)
+cat "$out/SHA256SUMS"
+if ((${#failed[@]})); then
+  echo "release: not built: ${failed[*]}" >&2
+  exit 1
+fi

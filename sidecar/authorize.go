@@ -1,0 +1,331 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// authorizationTimeoutKey is how a host sets the bound of an OAuth flow.
+const authorizationTimeoutKey = "limits.authorizationTimeoutMs"
+
+// newAuthManager is the OAuth manager of one initialize: its credentials
+// store, its flows' bound, and the restart of servers that waited for a
+// flow that completed.
+func (s *Server) newAuthManager(p *protocol.InitializeParams) *oauth.Manager {
+	dir := p.CredentialsDir
+	if dir == "" {
+		d, err := oauth.DefaultStoreDir(s.opts.Env)
+		if err != nil {
+			s.logger.Warn("no OAuth credentials directory: servers that need authorization cannot keep a token", "err", err)
+		}
+		dir = d
+	}
+	timeout := oauth.DefaultTimeout
+	if p.Limits != nil && p.Limits.AuthorizationTimeoutMs > 0 {
+		timeout = time.Duration(p.Limits.AuthorizationTimeoutMs) * time.Millisecond
+	}
+	var joined func(oauth.Key)
+	if f := s.hook().authorizationJoined; f != nil {
+		joined = func(k oauth.Key) { f(k.URL) }
+	}
+	return oauth.NewManager(oauth.Options{
+		Joined:       joined,
+		Store:        &oauth.Store{Dir: dir},
+		Now:          s.now,
+		Timeout:      timeout,
+		TimeoutKey:   authorizationTimeoutKey,
+		ClientName:   s.opts.Name,
+		OnAuthorized: s.authorized,
+		Logger:       s.logger,
+	})
+}
+
+// oauthHandler is the OAuth handler of one connection of sc, or nil when
+// OAuth does not apply. budget is the startup the connection belongs to.
+func (sc *serverConn) oauthHandler(budget *startBudget) auth.OAuthHandler {
+	sess := sc.sess
+	srv, ok, err := oauth.ServerFor(sc.cfg, sess.srv.opts.Env)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		return refusingHandler{err: err}
+	}
+	opts := oauth.HandlerOptions{WaitingForUser: budget.waitingForUser}
+	if caps := sess.env.hostCaps.Authorization; caps != nil {
+		opts.CatchesRedirect = caps.Redirect
+		opts.Present = func(ctx context.Context, p oauth.Prompt) (oauth.PresentResult, error) {
+			raw, err := sess.srv.callHost(ctx, protocol.RequestAuthorize, protocol.AuthorizeParams{
+				SessionID: sess.id, Server: sc.name, AuthorizationURL: p.URL, RedirectURI: p.RedirectURI,
+			})
+			if err != nil {
+				return oauth.PresentResult{}, err
+			}
+			var r protocol.AuthorizeResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return oauth.PresentResult{}, fmt.Errorf("the host's answer to %s is not an AuthorizeResult: %w", protocol.RequestAuthorize, err)
+			}
+			return oauth.PresentResult{Cancelled: r.Cancelled, RedirectURL: r.RedirectURL}, nil
+		}
+	}
+	return sess.env.auth.Handler(srv, opts)
+}
+
+// refusingHandler stands for a server whose OAuth configuration cannot be
+// used: it asks for nothing until the server asks for authorization, and
+// then says why there is none.
+type refusingHandler struct{ err error }
+
+func (refusingHandler) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+
+func (h refusingHandler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	return h.err
+}
+
+// authorizationError turns an OAuth error of sc's startup into the error
+// the host sees; ok is false for errors OAuth has no part in. A server
+// that needs a user is needs_authorization; a configuration that cannot
+// be used says so alone; a flow that failed is added to what the server
+// answered.
+func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
+	var na *oauth.NeedsAuthorizationError
+	var ce *oauth.ConfigError
+	var fe *oauth.FlowError
+	switch {
+	case errors.As(err, &na):
+		return needsAuthorization(sc.name, na.URL, na.Error()), true
+	case errors.Is(err, oauth.ErrCancelled):
+		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
+	case errors.As(err, &ce):
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.Error()).WithServer(sc.name, ""), true
+	case errors.As(err, &fe):
+		prefix := fmt.Sprintf("server %q: ", sc.name)
+		answered := strings.TrimPrefix(err.Error(), prefix)
+		why := strings.TrimPrefix(fe.Error(), prefix)
+		// A flow that began says it all; one that could not begin (no
+		// authorization server found) goes with what the server answered.
+		msg := fmt.Sprintf("server %q failed to start: %s", sc.name, why)
+		if !fe.Began && !strings.Contains(answered, why) {
+			msg = fmt.Sprintf("server %q failed to start: %s; %s", sc.name, answered, why)
+		}
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry(), true
+	}
+	return nil, false
+}
+
+func needsAuthorization(server, url, msg string) *protocol.Error {
+	e := protocol.NewError(protocol.CodeServerNotReady, protocol.KindNeedsAuthorization, msg).WithServer(server, "").Retry()
+	e.Data.AuthorizationURL = url
+	return e
+}
+
+// isNeedsAuthorization reports an error of kind needs_authorization.
+func isNeedsAuthorization(err error) bool {
+	var pe *protocol.Error
+	return errors.As(err, &pe) && pe.Data.Kind == protocol.KindNeedsAuthorization
+}
+
+// authorizationURLOf is the URL of a needs_authorization error.
+func authorizationURLOf(err error) string {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Data.AuthorizationURL
+	}
+	return ""
+}
+
+// pendingAuthorization is the URL of sc's flow waiting for the user, if
+// one is.
+func (sc *serverConn) pendingAuthorization() string {
+	srv, ok, err := oauth.ServerFor(sc.cfg, sc.sess.srv.opts.Env)
+	if !ok || err != nil {
+		return ""
+	}
+	st, _ := sc.sess.env.auth.Status(srv)
+	return st.PendingURL
+}
+
+// authorizationStatus is sc's authorization for servers/status: nil for a
+// server that neither has a token nor asked for one.
+func (sc *serverConn) authorizationStatus(state string) *protocol.ServerAuthorization {
+	srv, ok, err := oauth.ServerFor(sc.cfg, sc.sess.srv.opts.Env)
+	if !ok || err != nil {
+		return nil
+	}
+	st, err := sc.sess.env.auth.Status(srv)
+	if err != nil {
+		sc.sess.srv.logger.Warn("credentials store", "server", sc.name, "err", err)
+	}
+	if !st.Authorized && st.PendingURL == "" && state != protocol.StateNeedsAuthorization {
+		return nil
+	}
+	a := &protocol.ServerAuthorization{Authorized: st.Authorized, Refreshable: st.Refreshable, Scopes: st.Scopes, AuthorizationURL: st.PendingURL}
+	if !st.ExpiresAt.IsZero() {
+		a.ExpiresAt = st.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return a
+}
+
+// authorized restarts, in every session, the servers that wait for the
+// authorization of key (a flow no one could present completed: someone
+// opened its URL by hand). It runs on the flow's goroutine.
+func (s *Server) authorized(key oauth.Key) {
+	s.mu.Lock()
+	sessions := make([]*Session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		for _, sc := range sess.allServers() {
+			srv, ok, err := oauth.ServerFor(sc.cfg, s.opts.Env)
+			if !ok || err != nil || srv.Key().ID() != key.ID() {
+				continue
+			}
+			sc.mu.Lock()
+			waiting := sc.state == protocol.StateNeedsAuthorization
+			sc.mu.Unlock()
+			if waiting {
+				sess.startLater(sc)
+			}
+		}
+	}
+}
+
+func (s *Server) serversLogout(ctx context.Context, params json.RawMessage) (result, error) {
+	var p protocol.ServerRequestParams
+	if err := decodeParams(params, &p); err != nil {
+		return result{}, err
+	}
+	_, sc, err := s.sessionServer(p.SessionID, p.Server)
+	if err != nil {
+		return result{}, err
+	}
+	srv, ok, _ := oauth.ServerFor(sc.cfg, s.opts.Env)
+	if !ok {
+		return result{value: protocol.LogoutResult{}}, nil
+	}
+	removed, err := sc.sess.env.auth.Logout(srv)
+	if err != nil {
+		return result{}, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: logout: %v", sc.name, err)).WithServer(sc.name, "")
+	}
+	return result{value: protocol.LogoutResult{Removed: removed}}, nil
+}
+
+// startBudget is one startup's startup_timeout_sec and its start slot.
+// While the user authorizes the server in a browser (a flow this startup
+// started and the host presented), the clock stops and the slot is lent
+// to other startups: a person's minutes are not the server's slowness.
+type startBudget struct {
+	ctx    context.Context
+	sem    *semaphore.Weighted
+	expire func()
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	left    time.Duration
+	since   time.Time
+	paused  bool
+	holds   bool // holds a start slot
+	stopped bool // the startup ended
+}
+
+// newStartBudget starts a clock of timeout that calls expire.
+func newStartBudget(ctx context.Context, sem *semaphore.Weighted, timeout time.Duration, expire func()) *startBudget {
+	b := &startBudget{ctx: ctx, sem: sem, expire: expire, left: timeout, since: time.Now()}
+	b.timer = time.AfterFunc(timeout, expire)
+	return b
+}
+
+// acquire takes a start slot.
+func (b *startBudget) acquire() error {
+	if err := b.sem.Acquire(b.ctx, 1); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.holds = true
+	b.mu.Unlock()
+	return nil
+}
+
+// release gives the slot back, if held.
+func (b *startBudget) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.holds {
+		b.holds = false
+		b.sem.Release(1)
+	}
+}
+
+// stop ends the budget: the clock stops, the slot goes back, and a later
+// flow of the same connection (a call that needs authorization again) no
+// longer touches either.
+func (b *startBudget) stop() {
+	b.release()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	b.timer.Stop()
+}
+
+// waitingForUser pauses (true) and resumes (false) the budget.
+func (b *startBudget) waitingForUser(waiting bool) {
+	b.mu.Lock()
+	if b.stopped || waiting == b.paused {
+		b.mu.Unlock()
+		return
+	}
+	b.paused = waiting
+	if waiting {
+		if b.timer.Stop() {
+			b.left -= time.Since(b.since)
+		}
+		lent := b.holds
+		b.holds = false
+		b.mu.Unlock()
+		if lent {
+			b.sem.Release(1)
+		}
+		return
+	}
+	b.mu.Unlock()
+	got := b.sem.Acquire(b.ctx, 1) == nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if got {
+		if b.stopped {
+			b.sem.Release(1)
+		} else {
+			b.holds = true
+		}
+	}
+	if b.stopped {
+		return
+	}
+	b.since = time.Now()
+	b.timer = time.AfterFunc(max(b.left, 0), b.expire)
+}
+
+// describeAuthorizationWait completes a startup timeout's message when the
+// startup waited for a flow another startup is presenting.
+func describeAuthorizationWait(err error) string {
+	if err != nil && strings.Contains(err.Error(), "waiting for authorization") {
+		return "; it was waiting for an authorization in progress in another session"
+	}
+	return ""
+}

@@ -1,0 +1,431 @@
+package sidecar_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+)
+
+// oauthSetup is a protected MCP server, its authorization server, and a
+// host whose sidecar keeps credentials in a folder of the test.
+type oauthSetup struct {
+	as       *oauthtest.AuthServer
+	server   *oauthtest.Server
+	h        *harness
+	clock    *fakeClock
+	credsDir string
+
+	mu        sync.Mutex
+	authorize []protocol.AuthorizeParams // mcp/authorize requests seen
+}
+
+// newOAuthSetup starts the servers and a harness; answer, when set,
+// answers mcp/authorize (after it is recorded).
+func newOAuthSetup(t *testing.T, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
+	t.Helper()
+	return newOAuthSetupWith(t, oauthtest.ServerConfig{}, hooks, answer)
+}
+
+func newOAuthSetupWith(t *testing.T, scfg oauthtest.ServerConfig, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
+	t.Helper()
+	o := &oauthSetup{clock: newFakeClock(), credsDir: filepath.Join(t.TempDir(), "credentials")}
+	o.as = oauthtest.NewAuthServer(t, oauthtest.Config{})
+	o.server = oauthtest.NewServer(t, o.as, scfg)
+	hooks.Now = o.clock.Now
+	o.h = newHookedHarness(t, hooks)
+	o.h.onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if method != protocol.RequestAuthorize {
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method)
+		}
+		var p protocol.AuthorizeParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		o.mu.Lock()
+		o.authorize = append(o.authorize, p)
+		o.mu.Unlock()
+		return answer(ctx, p)
+	}
+	return o
+}
+
+// browser answers mcp/authorize as a host that opens the URL, where the
+// user approves at once.
+func browser(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+	if _, _, err := oauthtest.Browse(ctx, p.AuthorizationURL); err != nil {
+		return nil, err
+	}
+	return map[string]any{}, nil
+}
+
+func (o *oauthSetup) requests() []protocol.AuthorizeParams {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.authorize)
+}
+
+// init initializes with one server, "remote", and the host capabilities.
+func (o *oauthSetup) init(caps map[string]any, cfg *config.ServerConfig) {
+	if cfg == nil {
+		cfg = &config.ServerConfig{}
+	}
+	cfg.URL = o.server.URL()
+	extra := map[string]any{"credentialsDir": o.credsDir}
+	if caps != nil {
+		extra["capabilities"] = caps
+	}
+	o.h.initialize(map[string]*config.ServerConfig{"remote": cfg}, extra)
+}
+
+func (o *oauthSetup) status(session string) protocol.ServerStatus {
+	o.h.t.Helper()
+	var res protocol.ServersStatusResult
+	if err := o.h.call(protocol.MethodServersStatus, map[string]any{"sessionId": session}, &res); err != nil {
+		o.h.t.Fatal(err)
+	}
+	return res.Servers[0]
+}
+
+func (o *oauthSetup) echo(session, text string) error {
+	res, err := o.h.callTool(map[string]any{"sessionId": session, "server": "remote", "tool": "echo", "arguments": map[string]any{"text": text}})
+	if err == nil && !bytes.Contains(res, []byte(text)) {
+		o.h.t.Errorf("echo %q = %s", text, res)
+	}
+	return err
+}
+
+func TestAuthorizationCodeFlowThroughTheHost(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	sess := o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	if c := o.h.waitComplete(sess.SessionID, 0); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("startupComplete %+v, want remote ready", c)
+	}
+	reqs := o.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d mcp/authorize requests, want 1", len(reqs))
+	}
+	u, err := url.Parse(reqs[0].AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	if reqs[0].SessionID != "s1" || reqs[0].Server != "remote" || reqs[0].RedirectURI != "" ||
+		q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") != o.server.URL() {
+		t.Errorf("mcp/authorize %+v: want session s1, server remote, no redirectUri, a PKCE S256 URL for the resource", reqs[0])
+	}
+	if err := o.echo("s1", "authorized"); err != nil {
+		t.Fatal(err)
+	}
+	if c := o.as.Counts(); c.Authorizations != 1 || c.CodeExchanges != 1 {
+		t.Errorf("authorization server counts %+v", c)
+	}
+	st := o.status("s1")
+	want := &protocol.ServerAuthorization{Authorized: true, Refreshable: true, ExpiresAt: o.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	if diff := cmp.Diff(want, st.Authorization); diff != "" {
+		t.Errorf("servers/status authorization (-want +got):\n%s", diff)
+	}
+	// The order a host sees: starting, the request, then ready.
+	var order []string
+	for _, n := range o.h.notifications() {
+		if n.Method == protocol.NotifyStartupStatus {
+			var p protocol.StartupStatusParams
+			json.Unmarshal(n.Params, &p)
+			order = append(order, p.Status)
+		}
+	}
+	if !slices.Equal(order, []string{"starting", "ready"}) {
+		t.Errorf("startup statuses %v", order)
+	}
+}
+
+func TestAuthorizationWithHostCaughtRedirect(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+		loc, err := oauthtest.RedirectOf(ctx, p.AuthorizationURL)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(loc, p.RedirectURI+"?") {
+			t.Errorf("redirected to %s, not to the redirectUri %s", loc, p.RedirectURI)
+		}
+		return map[string]any{"redirectUrl": loc}, nil
+	})
+	o.init(map[string]any{"authorization": map[string]any{"redirect": true}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	if c := o.h.waitComplete("s1", 0); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("startupComplete %+v, want remote ready", c)
+	}
+	if reqs := o.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0].RedirectURI, "http://127.0.0.1:") {
+		t.Errorf("mcp/authorize %+v: want one, with a loopback redirectUri", reqs)
+	}
+	if err := o.echo("s1", "x"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostWithoutCapabilitySeesNeedsAuthorization(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, nil)
+	o.init(nil, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	c := o.h.waitComplete("s1", 0)
+	if len(c.NeedsAuthorization) != 1 || c.NeedsAuthorization[0].Server != "remote" || len(c.Failed) != 0 {
+		t.Fatalf("startupComplete %+v: want remote in needsAuthorization, nothing failed", c)
+	}
+	authURL := c.NeedsAuthorization[0].AuthorizationURL
+	if !strings.HasPrefix(authURL, o.as.URL()+"/authorize?") {
+		t.Fatalf("authorizationUrl %q is not the authorization server's", authURL)
+	}
+	st := o.status("s1")
+	if st.State != protocol.StateNeedsAuthorization || st.Authorization == nil || st.Authorization.AuthorizationURL != authURL || st.Authorization.Authorized {
+		t.Errorf("servers/status %+v (authorization %+v): want needs_authorization with the URL", st, st.Authorization)
+	}
+	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindNeedsAuthorization || data.AuthorizationURL != authURL {
+		t.Errorf("tools/call error data %+v: want kind needs_authorization with the URL", data)
+	}
+	// The user opens the URL by hand: the server starts on its own.
+	if _, status, err := oauthtest.Browse(o.h.ctx, authURL); err != nil || status != 200 {
+		t.Fatalf("browse: %d, %v", status, err)
+	}
+	if c := o.h.waitComplete("s1", 1); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("round 1 %+v, want remote ready", c)
+	}
+	if err := o.echo("s1", "now"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelledAuthorizationNeedsAuthorization(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, func(context.Context, protocol.AuthorizeParams) (any, error) {
+		return map[string]any{"cancelled": true}, nil
+	})
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	c := o.h.waitComplete("s1", 0)
+	if len(c.NeedsAuthorization) != 1 || c.NeedsAuthorization[0].AuthorizationURL != "" {
+		t.Fatalf("startupComplete %+v: want remote in needsAuthorization without a URL", c)
+	}
+	if st := o.status("s1"); !strings.Contains(st.LastError, "cancelled") {
+		t.Errorf("lastError %q does not say the user cancelled", st.LastError)
+	}
+	// A use asks again (once), and the user declines again.
+	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindNeedsAuthorization || len(o.requests()) != 2 {
+		t.Errorf("error %+v after %d requests: want needs_authorization after asking once more", data, len(o.requests()))
+	}
+}
+
+func TestConcurrentSessionsShareOneAuthorization(t *testing.T) {
+	joined := make(chan struct{})
+	var once sync.Once
+	o := newOAuthSetup(t, sidecar.Hooks{AuthorizationJoined: func(string) { once.Do(func() { close(joined) }) }},
+		func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+			select { // the user takes a while: the other session arrives
+			case <-joined:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return browser(ctx, p)
+		})
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.open(map[string]any{"sessionId": "s2", "startup": "eager"})
+	for _, s := range []string{"s1", "s2"} {
+		if c := o.h.waitComplete(s, 0); !slices.Equal(c.Ready, []string{"remote"}) {
+			t.Fatalf("%s: startupComplete %+v", s, c)
+		}
+		if err := o.echo(s, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(o.requests()); n != 1 {
+		t.Errorf("%d mcp/authorize requests for two sessions, want 1", n)
+	}
+	if c := o.as.Counts(); c.Authorizations != 1 || c.Registrations != 1 {
+		t.Errorf("authorization server counts %+v, want one flow", c)
+	}
+}
+
+func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.waitComplete("s1", 0)
+	if err := o.echo("s1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	o.clock.Advance(time.Hour) // the token expires: refreshed before use
+	if err := o.echo("s1", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if c := o.as.Counts(); c.Refreshes != 1 || c.Authorizations != 1 {
+		t.Fatalf("after expiry: counts %+v, want one refresh and no new authorization", c)
+	}
+	o.as.RevokeAll() // the grant is gone: one new authorization
+	if err := o.echo("s1", "three"); err != nil {
+		t.Fatal(err)
+	}
+	if c := o.as.Counts(); c.RefreshDenied != 1 || c.Authorizations != 2 || len(o.requests()) != 2 {
+		t.Errorf("after revocation: counts %+v, %d mcp/authorize; want one refused refresh and one new authorization", c, len(o.requests()))
+	}
+}
+
+func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.h.onNotification = func(n hostclient.Notification) {
+		logMu.Lock()
+		logs.Write(n.Params)
+		logMu.Unlock()
+	}
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.waitComplete("s1", 0)
+	if err := o.echo("s1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	o.clock.Advance(time.Hour)
+	o.as.RevokeAccess()
+	if err := o.echo("s1", "two"); err != nil {
+		t.Fatal(err)
+	}
+	var status, list json.RawMessage
+	o.h.call(protocol.MethodServersStatus, map[string]any{"sessionId": "s1"}, &status)
+	o.h.call(protocol.MethodToolsList, map[string]any{"sessionId": "s1"}, &list)
+	_, errRes := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "nope"})
+	var places = map[string][]byte{"servers/status": status, "tools/list": list}
+	if errRes != nil {
+		places["an error"] = []byte(errRes.Error())
+	}
+	logMu.Lock()
+	places["notifications"] = slices.Clone(logs.Bytes())
+	logMu.Unlock()
+	filepath.WalkDir(o.h.cacheDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			places["cache file "+path] = data
+		}
+		return nil
+	})
+	creds, err := os.ReadFile(filepath.Join(o.credsDir, "credentials.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := o.as.Issued()
+	if len(tokens) < 4 {
+		t.Fatalf("%d tokens issued, want an authorization and a refresh", len(tokens))
+	}
+	last := tokens[len(tokens)-2] // the current access token
+	if !bytes.Contains(creds, []byte(last)) {
+		t.Fatalf("the credentials file does not hold the current token: the search below would prove nothing")
+	}
+	for where, data := range places {
+		for _, tok := range tokens {
+			if bytes.Contains(data, []byte(tok)) {
+				t.Errorf("%s contains a token", where)
+			}
+		}
+	}
+}
+
+func TestLogoutRemovesTheToken(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.waitComplete("s1", 0)
+	var res protocol.LogoutResult
+	if err := o.h.call(protocol.MethodServersLogout, map[string]any{"sessionId": "s1", "server": "remote"}, &res); err != nil || !res.Removed {
+		t.Fatalf("servers/logout = %+v, %v; want removed", res, err)
+	}
+	creds, _ := os.ReadFile(filepath.Join(o.credsDir, "credentials.json"))
+	for _, tok := range o.as.Issued() {
+		if bytes.Contains(creds, []byte(tok)) {
+			t.Errorf("a token is still in the credentials file")
+		}
+	}
+	if a := o.status("s1").Authorization; a != nil && a.Authorized {
+		t.Errorf("servers/status still authorized: %+v", a)
+	}
+	// The next request goes without a token, and the host is asked again.
+	if err := o.echo("s1", "again"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(o.requests()); n != 2 {
+		t.Errorf("%d mcp/authorize after logout, want 2", n)
+	}
+}
+
+// The user's time in the browser does not count against
+// startup_timeout_sec.
+func TestAuthorizationDoesNotCountAgainstStartupTimeout(t *testing.T) {
+	var answered atomic.Bool
+	o := newOAuthSetup(t, sidecar.Hooks{}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+		select { // a person longer in the browser than the startup may take
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		answered.Store(true)
+		return browser(ctx, p)
+	})
+	o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{StartupTimeoutSec: seconds(1)})
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	if c := o.h.waitComplete("s1", 0); !slices.Equal(c.Ready, []string{"remote"}) || !answered.Load() {
+		t.Fatalf("startupComplete %+v: want remote ready after the slow user", c)
+	}
+}
+
+func TestKeyringStoreIsRefusedClearly(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{OAuthCredentialsStore: "keyring"})
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	c := o.h.waitComplete("s1", 0)
+	if len(c.Failed) != 1 || !strings.Contains(c.Failed[0].Error, `mcp_oauth_credentials_store = "keyring"`) {
+		t.Errorf("startupComplete %+v: want a failure naming the keyring setting", c)
+	}
+	if len(o.requests()) != 0 {
+		t.Errorf("the host was asked to authorize a server whose token could not be kept")
+	}
+}
+
+// A server that lets the handshake through and asks for authorization on
+// its first listing, and a token revoked during use: both reach a host
+// without the capability as needs_authorization, not as a server error.
+func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
+	o := newOAuthSetupWith(t, oauthtest.ServerConfig{OpenHandshake: true}, sidecar.Hooks{}, nil)
+	o.init(nil, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	c := o.h.waitComplete("s1", 0)
+	if len(c.NeedsAuthorization) != 1 || c.NeedsAuthorization[0].AuthorizationURL == "" {
+		t.Fatalf("startupComplete %+v: want remote in needsAuthorization with a URL", c)
+	}
+	if _, status, err := oauthtest.Browse(o.h.ctx, c.NeedsAuthorization[0].AuthorizationURL); err != nil || status != 200 {
+		t.Fatalf("browse: %d, %v", status, err)
+	}
+	if c := o.h.waitComplete("s1", 1); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("round 1 %+v, want remote ready", c)
+	}
+	o.as.RevokeAll()
+	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindNeedsAuthorization || data.AuthorizationURL == "" || data.Tool != "echo" {
+		t.Errorf("tools/call after revocation: data %+v, want needs_authorization for echo with a URL", data)
+	}
+}
