@@ -17,10 +17,18 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// Teardown is called before a background teardown (the process of a
+	// failed startup) of server runs; blocking holds it back (release it:
+	// session close waits for it).
+	Teardown func(session, server string)
 	// StartupWait is called when a request begins to wait for a startup
 	// of server in flight: for its initialize only (early is true: early
 	// resource discovery) or for readiness.
 	StartupWait func(session, server string, early bool)
+	// SharedListingWait is called when a startup begins to wait for
+	// another startup's tools/list of the same discovery scope (again, if
+	// it goes round after that listing became unusable).
+	SharedListingWait func(scopeKey string)
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
@@ -34,7 +42,9 @@ func WithHooks(opts Options, h Hooks) Options {
 		backgroundRefresh:   h.BackgroundRefresh,
 		refreshJoined:       h.RefreshJoined,
 		startupWait:         h.StartupWait,
+		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
+		teardown:            h.Teardown,
 	}
 	return opts
 }

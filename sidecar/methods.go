@@ -98,9 +98,11 @@ func (sess *Session) selectServers(names []string) ([]*serverConn, error) {
 }
 
 func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
-	var p protocol.ToolsCallParams
-	if err := decodeParams(params, &p); err != nil {
-		return result{}, err
+	// The arguments and the policy stay slices of the frame until they are
+	// written to the server.
+	p, err := protocol.ParseToolsCallParams(params)
+	if err != nil {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
 	sess, err := s.session(p.SessionID)
 	if err != nil {
@@ -724,6 +726,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if old != nil {
 		old.Close()
 	}
+	// A connection the server lost is being torn down: the replacement
+	// starts once nothing of the old one runs.
+	sc.waitEnded()
 	go launch()
 	select {
 	case <-a.done:
