@@ -109,6 +109,8 @@ type Options struct {
 	// SIGKILL. Defaults 2 s each.
 	CloseGrace time.Duration
 	TermGrace  time.Duration
+
+	clock func() time.Time // the skipped-line log's rate; nil: time.Now (tests)
 }
 
 // Handlers receive what the server sends on its own. All are optional.
@@ -600,6 +602,16 @@ func (c *Conn) Err() error {
 	c.errMu.Lock()
 	defer c.errMu.Unlock()
 	return c.err
+}
+
+// SkippedLines reports how many non-JSON lines the server wrote on its
+// stdout (skipped, never a reason to end the connection) and the first of
+// them, cut to 200 bytes; 0 and "" for http.
+func (c *Conn) SkippedLines() (count int, first string) {
+	if c.proc == nil {
+		return 0, ""
+	}
+	return c.proc.stdout.skippedLines()
 }
 
 // StderrTail is the last StderrBytes of the server's stderr ("" for http).
