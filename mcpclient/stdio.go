@@ -393,4 +393,3 @@ func envValue(env []string, key string) string {
 	}
 	return ""
 }
-
