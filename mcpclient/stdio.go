@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +67,7 @@ func startProcess(opts *Options) (*process, error) {
 		lookup = os.LookupEnv
 	}
 	env := config.ChildEnv(cfg, lookup)
-	path, err := resolveCommand(cfg.Command, envValue(env, "PATH"), dir)
+	path, err := resolveCommand(cfg.Command, env, dir)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
 	}
@@ -329,48 +328,6 @@ func (r *ring) String() string {
 	return strings.TrimRight(string(r.buf), "\n")
 }
 
-// resolveCommand finds command the way the child's own PATH would, not the
-// sidecar's: env may set PATH for the server.
-func resolveCommand(command, pathEnv, dir string) (string, error) {
-	if command == "" {
-		return "", errors.New("no command configured")
-	}
-	if strings.ContainsRune(command, filepath.Separator) || strings.ContainsRune(command, '/') {
-		p := command
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("command %q: %w", command, err)
-		}
-		return p, nil
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // a relative PATH entry would depend on the server's cwd
-		}
-		p := filepath.Join(d, command)
-		if checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("command %q not found in PATH", command)
-}
-
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return describePathErr(err)
-	}
-	if fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	if fi.Mode()&0o111 == 0 {
-		return errors.New("is not executable")
-	}
-	return nil
-}
-
 func describePathErr(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -383,13 +340,4 @@ func describePathErr(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sidecar_test
 
 // Issue 13 items 5 and 6: every ending of a session or of the sidecar
@@ -227,18 +229,6 @@ func TestDetachedOrphanEndsWithTheSidecar(t *testing.T) {
 			w.end(t, e.name)
 		})
 	}
-}
-
-// procOf finds pid in the process table.
-func procOf(t *testing.T, pid int) procInfo {
-	t.Helper()
-	for _, p := range processes() {
-		if p.pid == pid {
-			return p
-		}
-	}
-	t.Fatalf("process %d not found", pid)
-	return procInfo{}
 }
 
 // TestKilledSidecarEndsServerGroups: SIGKILL leaves the sidecar no chance
