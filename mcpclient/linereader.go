@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,8 +54,11 @@ type lineReader struct {
 }
 
 const (
-	// keepLineCap is the largest line buffer kept for the next line.
-	keepLineCap = 1 << 20
+	// handOverLine is the buffer size above which a JSON line is handed
+	// over with its buffer instead of copied out of it (and the next line
+	// gets a buffer of its own): a connection that once saw a long line
+	// does not keep its buffer for life.
+	handOverLine = 64 << 10
 	// reportBytes is how much of a skipped line is reported.
 	reportBytes = 4096
 	// firstSkippedBytes is how much of the first skipped line is kept
@@ -134,6 +138,12 @@ func (l *lineReader) next() ([]byte, error) {
 				l.line = nil
 				return nil, ferr
 			}
+			if len(l.line)+len(chunk) > cap(l.line) {
+				// Grown fourfold: a large line leaves a third of itself
+				// behind as garbage, where append's smaller steps would
+				// leave several times itself.
+				l.line = slices.Grow(l.line, max(3*cap(l.line), len(chunk)))
+			}
 			l.line = append(l.line, chunk...)
 		case junk:
 			if n := reportBytes + 1 - len(prefix); n > 0 {
@@ -169,10 +179,10 @@ func (l *lineReader) next() ([]byte, error) {
 	if !valid {
 		l.report(truncate(line, reportBytes))
 		line = nil
-	} else if cap(l.line) <= keepLineCap {
+	} else if cap(l.line) <= handOverLine {
 		line = bytes.Clone(line)
 	}
-	if cap(l.line) > keepLineCap {
+	if cap(l.line) > handOverLine {
 		// Handed over with the line, or dropped: a connection that once
 		// saw a long line must not hold its buffer for life.
 		l.line = nil
