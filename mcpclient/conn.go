@@ -690,7 +690,11 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 		return nil, &ServerError{Server: c.name, Method: method, Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	case got && (err == nil || ctx.Err() == nil):
 		// The server answered. A go-sdk error here is its failure to decode
-		// the result into its own types, which does not concern a relay.
+		// the result into its own types, which does not concern a relay,
+		// unless the result is not even an object.
+		if err := c.checkResult(method, raw); err != nil {
+			return nil, err
+		}
 		return raw, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()

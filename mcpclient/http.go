@@ -162,7 +162,14 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
 		// A body is one message (or an error page): bounded like a stdout
-		// line. An event stream is bounded per event (MaxEventSize).
+		// line. An event stream is bounded per event (MaxEventSize). A
+		// length known too large fails the request alone; a body found too
+		// large while go-sdk reads it fails the connection (go-sdk's way
+		// with a body it cannot read).
+		if resp.ContentLength > int64(t.maxMsg) {
+			resp.Body.Close()
+			return nil, t.tooLarge()
+		}
 		resp.Body = &boundedBody{rc: resp.Body, left: int64(t.maxMsg), t: t}
 	}
 	switch {
@@ -863,7 +870,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	if int64(n) > b.left {
-		b.err = b.t.note(fmt.Errorf("%s: %s answered with more than %d bytes, the limit of one message: %w", b.t.prefix(), b.t.url, b.t.maxMsg, ErrMessageTooLarge))
+		b.err = b.t.tooLarge()
 		return 0, b.err
 	}
 	b.left -= int64(n)
@@ -871,3 +878,8 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// tooLarge is the error of an answer over the bound.
+func (t *headerTransport) tooLarge() error {
+	return t.note(fmt.Errorf("%s: %s answered with more than %d bytes, the limit of one message: %w", t.prefix(), t.url, t.maxMsg, ErrMessageTooLarge))
+}

@@ -313,6 +313,7 @@ func TestHTTPAnswerSizeBounded(t *testing.T) {
 	}{
 		{"initialize with Content-Length", "initialize", 4 * limit, false, "more than 1048576 bytes"},
 		{"initialize without end", "initialize", -1, false, "more than 1048576 bytes"},
+		// A length known too large fails that request alone.
 		{"a call's JSON body", "tools/call", 4 * limit, false, "more than 1048576 bytes"},
 		{"a call's event", "tools/call", 4 * limit, true, "exceeded 1048576 bytes"},
 	} {
@@ -324,6 +325,14 @@ func TestHTTPAnswerSizeBounded(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, err = c.CallTool(testCtx(t), "echo", nil, nil)
+				if !tc.stream {
+					if !errors.Is(err, ErrMessageTooLarge) {
+						t.Errorf("err = %v, want ErrMessageTooLarge", err)
+					}
+					if _, err := c.CallTool(testCtx(t), "echo", nil, nil); err != nil {
+						t.Errorf("the call after the refused answer: %v", err)
+					}
+				}
 			}
 			if c != nil {
 				c.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
@@ -177,8 +178,8 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 
 	timeout, timeoutName := sc.cfg.ToolTimeout(), "tool_timeout_sec"
-	if p.TimeoutMs > 0 && time.Duration(p.TimeoutMs)*time.Millisecond < timeout {
-		timeout, timeoutName = time.Duration(p.TimeoutMs)*time.Millisecond, "timeoutMs"
+	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < timeout {
+		timeout, timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 	defer cancel()
@@ -404,11 +405,23 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 		e.Data.Stderr = conn.StderrTail()
 		return e
 	}
+	if errors.Is(err, mcpclient.ErrMalformedResult) || errors.Is(err, mcpclient.ErrMessageTooLarge) || errors.Is(err, mcpclient.ErrRedirectRefused) {
+		// The server answered, with something no host should be handed.
+		msg := err.Error()
+		if tool != "" {
+			msg = fmt.Sprintf("tool %q: %s", tool, msg)
+		}
+		return protocol.NewError(protocol.CodeInternalError, protocol.KindServerError, msg).WithServer(sc.name, tool)
+	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: %v", sc.name, err)).WithServer(sc.name, tool)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, fmt.Sprintf("server %q", sc.name)) {
+		msg = fmt.Sprintf("server %q: %s", sc.name, msg)
+	}
+	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, msg).WithServer(sc.name, tool)
 }
 
 // sessionServer resolves the session and the server a per-server request
@@ -672,6 +685,9 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 	}
 	delete(fields, "sessionId")
 	delete(fields, "server")
+	if err := checkCompleteParams(fields); err != nil {
+		return result{}, err
+	}
 	body, _ := json.Marshal(fields)
 	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Complete(ctx, body)
