@@ -119,6 +119,10 @@ type Handlers struct {
 	// ServerRequestRefused is told that a server request was refused
 	// because MaxServerRequests were waiting already.
 	ServerRequestRefused func(method string, limit int)
+	// HostAnswerRefused is told that a handler's answer to a server
+	// request (Elicit, ListRoots, Sample) did not have MCP's shape, and
+	// why; the server got a JSON-RPC error instead.
+	HostAnswerRefused func(method string, why error)
 	// ElicitationComplete sees notifications/elicitation/complete.
 	ElicitationComplete func(elicitationID string)
 	// ResourceUpdated sees notifications/resources/updated.
