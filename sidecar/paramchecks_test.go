@@ -143,4 +143,3 @@ func errorCode(t *testing.T, err error, code int64) *protocol.Error {
 	}
 	return pe
 }
-
