@@ -79,18 +79,8 @@ type DiskCache struct {
 // when XDG_CACHE_HOME is unset or relative (as the XDG spec says to ignore
 // a relative value).
 func DefaultCacheDir(env config.Lookup) (string, error) {
-	get := func(k string) string {
-		if env == nil {
-			return ""
-		}
-		v, _ := env(k)
-		return v
-	}
-	if x := get("XDG_CACHE_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "mcp-sidecar"), nil
-	}
-	if h := get("HOME"); filepath.IsAbs(h) {
-		return filepath.Join(h, ".cache", "mcp-sidecar"), nil
+	if dir, ok := env.XDGDir("XDG_CACHE_HOME", ".cache"); ok {
+		return filepath.Join(dir, "mcp-sidecar"), nil
 	}
 	return "", errors.New("catalog cache: no cache directory: neither XDG_CACHE_HOME nor HOME is an absolute path")
 }

@@ -148,3 +148,19 @@ func resolveAgainst(dir, p string) string {
 	}
 	return filepath.Join(dir, p)
 }
+
+// XDGDir is an XDG base directory: $variable when it is an absolute path
+// (the XDG spec says to ignore a relative one), else $HOME/fallback; ok is
+// false when neither is absolute. A nil Lookup finds nothing.
+func (l Lookup) XDGDir(variable, fallback string) (dir string, ok bool) {
+	if l == nil {
+		return "", false
+	}
+	if x, _ := l(variable); filepath.IsAbs(x) {
+		return x, true
+	}
+	if h, _ := l("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, fallback), true
+	}
+	return "", false
+}

@@ -89,3 +89,24 @@ client_secret_env_var = "S"`,
 		})
 	}
 }
+
+func TestXDGDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+		ok   bool
+	}{
+		{map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, "/x", true},
+		{map[string]string{"XDG_CONFIG_HOME": "rel", "HOME": "/h"}, "/h/.config", true}, // a relative value is ignored
+		{map[string]string{"HOME": "/h"}, "/h/.config", true},
+		{map[string]string{"HOME": "h"}, "", false},
+	} {
+		got, ok := MapLookup(tc.env).XDGDir("XDG_CONFIG_HOME", ".config")
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("XDGDir with %v = %q, %v; want %q, %v", tc.env, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := Lookup(nil).XDGDir("XDG_CONFIG_HOME", ".config"); ok {
+		t.Errorf("a nil Lookup found a directory")
+	}
+}

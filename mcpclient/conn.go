@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
@@ -87,6 +88,14 @@ type Options struct {
 	// MaxLineBytes bounds one message from the server: a stdout line, an
 	// HTTP body or SSE event captured raw (default 64 MiB).
 	MaxLineBytes int
+	// Reaper registers the server process, when the sidecar serves the
+	// host protocol (nil otherwise): see internal/reaper.
+	Reaper *reaper.Reaper
+	// Background runs work that outlives the call that started it (the
+	// teardown of a server whose startup failed) on a goroutine the caller
+	// waits for before it considers the server's processes gone. Nil: the
+	// call waits for that work itself.
+	Background func(f func())
 	// HTTPClient is the base client for Streamable HTTP; its Transport is
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
@@ -176,8 +185,13 @@ type Conn struct {
 
 	sessionEnded chan struct{} // session.Wait returned
 	closeReq     chan struct{} // Close was called
-	closeOnce    sync.Once
-	cleaned      chan struct{} // everything is torn down
+	// writeFailed is closed when a write to the server's stdin failed;
+	// writeErr says how.
+	writeFailed     chan struct{}
+	writeFailedOnce sync.Once
+	writeErr        error
+	closeOnce       sync.Once
+	cleaned         chan struct{} // everything is torn down
 }
 
 // Connect starts the server (stdio: spawn; http: dial) and completes
@@ -219,6 +233,7 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 		done:         make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		closeReq:     make(chan struct{}),
+		writeFailed:  make(chan struct{}),
 		cleaned:      make(chan struct{}),
 		serverReqs:   make(chan struct{}, opts.MaxServerRequests),
 	}
@@ -240,7 +255,7 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 		c.proc = p
 		c.rawCalls = &rawCalls{}
 		transport = &rawTransport{
-			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls},
+			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls, writeFailed: c.inputClosed},
 			onConn:     func(rc *rawConn) { c.raw = rc },
 			onProgress: opts.Handlers.Progress,
 			onNotify: map[string]func(){
@@ -390,28 +405,45 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 	return nil
 }
 
-// startupFailed tears down what Connect started and explains err.
+// ErrInitializeTimeout is the errors.Is target of a startup that ended
+// because the server had not answered initialize when ctx ended.
+var ErrInitializeTimeout = errors.New("did not answer initialize in time")
+
+// startupFailed explains err and has what Connect started torn down
+// (through Options.Background, so that the error is reported when it
+// happened, not after a server that ignores SIGTERM has been killed).
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
 	if c.proc == nil {
 		if c.http != nil {
 			if failure := c.http.startupFailure(); failure != nil {
-				return &startupError{msg: failure.Error(), cause: errors.Join(failure, err)}
+				return &startupError{msg: failure.Error(), causes: []error{failure, err}}
 			}
 		}
 		if ctx.Err() != nil {
-			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), cause: ctx.Err()}
+			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), causes: []error{ErrInitializeTimeout, ctx.Err()}}
 		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}
 	p := c.proc
+	failedAt := time.Now()
+	if d, ok := ctx.Deadline(); ok && ctx.Err() != nil && d.Before(failedAt) {
+		failedAt = d
+	}
+	status := ""
+	timedOut := ctx.Err() != nil && !p.exitedBefore(failedAt)
 	// A server that crashed during startup usually closed stdout as it
 	// died: give the exit a moment to be observed so the error says so.
-	waitClosed(p.exited, 500*time.Millisecond)
-	status := p.exitStatus()
+	// A server that was still running when ctx ended did not answer in
+	// time, whatever it does next (go-sdk closing its stdin makes most
+	// servers exit 0 at once).
+	if !timedOut && waitClosed(p.exited, 500*time.Millisecond) {
+		p.drainStderr(200 * time.Millisecond)
+		status = p.exitStatus()
+	}
 	fatal := p.stdout.fatalErr()
-	p.stop(0, c.opts.TermGrace)
 	tail := p.stderr.String()
+	c.background(func() { p.stop(0, c.opts.TermGrace) })
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", c.name)
@@ -420,7 +452,7 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 		fmt.Fprintf(&b, "exited during startup (%s)", status)
 	case fatal != nil:
 		fmt.Fprintf(&b, "initialize failed: %v", fatal)
-	case ctx.Err() != nil:
+	case timedOut:
 		b.WriteString("did not answer initialize in time")
 	default:
 		fmt.Fprintf(&b, "initialize failed: %v", err)
@@ -428,25 +460,38 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	if tail != "" {
 		fmt.Fprintf(&b, "; stderr:\n%s", tail)
 	}
-	cause := err
+	causes := []error{err}
 	switch {
-	case ctx.Err() != nil:
-		cause = ctx.Err()
+	case timedOut:
+		causes = []error{ErrInitializeTimeout, ctx.Err()}
 	case status != "":
-		cause = ErrConnectionLost
+		causes = []error{ErrConnectionLost}
 	case fatal != nil:
-		cause = fatal
+		causes = []error{fatal}
 	}
-	return &startupError{msg: b.String(), cause: cause}
+	if ctx.Err() != nil && !timedOut {
+		causes = append(causes, ctx.Err())
+	}
+	return &startupError{msg: b.String(), causes: causes}
+}
+
+// background runs f, a teardown, through Options.Background, or waits for
+// it when there is none.
+func (c *Conn) background(f func()) {
+	if c.opts.Background == nil {
+		f()
+		return
+	}
+	c.opts.Background(f)
 }
 
 type startupError struct {
-	msg   string
-	cause error
+	msg    string
+	causes []error
 }
 
-func (e *startupError) Error() string { return e.msg }
-func (e *startupError) Unwrap() error { return e.cause }
+func (e *startupError) Error() string   { return e.msg }
+func (e *startupError) Unwrap() []error { return e.causes }
 
 // monitor waits for the connection to end, records why, and tears down.
 func (c *Conn) monitor() {
@@ -460,6 +505,13 @@ func (c *Conn) monitor() {
 		cause = fmt.Errorf("server %q: %w: connection closed", c.name, ErrConnectionLost)
 	case <-exited:
 		cause = c.lostProcess()
+	case <-c.writeFailed:
+		// The server stopped reading its stdin: closed it, or is dying.
+		if waitClosed(c.proc.exited, 200*time.Millisecond) {
+			cause = c.lostProcess()
+		} else {
+			cause = fmt.Errorf("server %q: %w: %w%s", c.name, ErrConnectionLost, c.writeErr, c.tailSuffix())
+		}
 	case <-c.sessionEnded:
 		if c.proc != nil && waitClosed(c.proc.exited, 500*time.Millisecond) {
 			cause = c.lostProcess()
@@ -513,6 +565,15 @@ func (c *Conn) tailSuffix() string {
 		return "; stderr:\n" + tail
 	}
 	return ""
+}
+
+// inputClosed records the first failed write to the server's stdin: the
+// monitor ends the connection.
+func (c *Conn) inputClosed(err error) {
+	c.writeFailedOnce.Do(func() {
+		c.writeErr = err
+		close(c.writeFailed)
+	})
 }
 
 // end records why the connection ended, closes Done, and fails in-flight
@@ -690,7 +751,9 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 		c.raw.forget(sink)
 	}
 	switch {
-	case got && werr != nil:
+	case got && werr != nil && ctx.Err() == nil:
+		// (A server's error that crosses the caller's cancellation, such
+		// as the cancelled handler's own error, is not the answer.)
 		return nil, &ServerError{Server: c.name, Method: method, Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	case got && (err == nil || ctx.Err() == nil):
 		// The server answered. A go-sdk error here is its failure to decode
@@ -746,5 +809,5 @@ func connectionGone(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, errLineTooLong)
+		errors.Is(err, errLineTooLong) || errors.Is(err, errInputClosed)
 }

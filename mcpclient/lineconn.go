@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,23 +27,31 @@ type lineTransport struct {
 	lines *lineReader
 	w     io.WriteCloser
 	raw   *rawCalls // the tools/call requests written outside go-sdk; may be nil
+	// writeFailed is told of the first failed write: the server no longer
+	// reads its stdin, and the connection cannot be used.
+	writeFailed func(error)
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	lc := &lineConn{lines: t.lines, w: t.w, raw: t.raw}
+	lc := &lineConn{lines: t.lines, w: t.w, raw: t.raw, writeFailed: t.writeFailed}
 	if t.raw != nil {
 		t.raw.conn = lc
 	}
 	return lc, nil
 }
 
+// errInputClosed wraps a failed write to the server's stdin (EPIPE when
+// the server closed it or died).
+var errInputClosed = errors.New("the server closed its input")
+
 type lineConn struct {
 	lines *lineReader
 	raw   *rawCalls
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
-	wmu sync.Mutex
-	w   io.WriteCloser
+	wmu         sync.Mutex
+	w           io.WriteCloser
+	writeFailed func(error)
 
 	closeOnce sync.Once
 }
@@ -207,13 +217,26 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if len(data) > 64<<10 {
 		// A large message (a 1 MiB argument) goes out as it is; its
 		// newline follows in a second write rather than a copy.
-		if _, err := c.w.Write(data); err != nil {
-			return err
+		if _, err = c.w.Write(data); err == nil {
+			_, err = c.w.Write([]byte{'\n'})
 		}
-		_, err = c.w.Write([]byte{'\n'})
+	} else {
+		_, err = c.w.Write(append(data, '\n'))
+	}
+	return c.writeErr(err)
+}
+
+// writeErr says what a failed write means: os.ErrClosed, that we closed
+// stdin ourselves (Close); anything else, that the server stopped reading,
+// which ends the connection.
+func (c *lineConn) writeErr(err error) error {
+	if err == nil || errors.Is(err, os.ErrClosed) {
 		return err
 	}
-	_, err = c.w.Write(append(data, '\n'))
+	err = fmt.Errorf("%w: %w", errInputClosed, err)
+	if c.writeFailed != nil {
+		c.writeFailed(err)
+	}
 	return err
 }
 
@@ -224,7 +247,7 @@ func (c *lineConn) writeParts(parts ...[]byte) error {
 	defer c.wmu.Unlock()
 	for _, p := range parts {
 		if _, err := c.w.Write(p); err != nil {
-			return err
+			return c.writeErr(err)
 		}
 	}
 	return nil

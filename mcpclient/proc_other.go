@@ -1,31 +1,33 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package mcpclient
 
 import (
-	"os"
 	"os/exec"
+	"time"
 )
 
-// Without process groups only the direct child can be signalled.
+// Without process groups or job objects only the direct child can be
+// ended: os/exec kills it.
+type tree struct{ cmd *exec.Cmd }
 
-func setProcessGroup(*exec.Cmd) {}
+func newTree() *tree                { return &tree{} }
+func (t *tree) prepare(c *exec.Cmd) { t.cmd = c }
+func (t *tree) attach(int) error    { return nil }
+func (t *tree) update()             {}
+func (t *tree) release()            {}
 
-func groupAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
+type signal int
+
+const (
+	sigTerminate signal = iota
+	sigKill
+)
+
+func (t *tree) signal(signal) {
+	if t.cmd.Process != nil {
+		t.cmd.Process.Kill()
 	}
-	_ = p.Release()
-	return false
 }
 
-func terminateGroup(pid int) error { return killGroup(pid) }
-
-func killGroup(pid int) error {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return nil
-	}
-	return p.Kill()
-}
+func (t *tree) wait(time.Duration, signal) bool { return true }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 )
 
 // process is one stdio server: the child, its pipes, and the goroutines
@@ -25,6 +26,8 @@ type process struct {
 	name   string
 	cmd    *exec.Cmd
 	pid    int
+	child  *reaper.Child // nil without a reaper
+	tree   *tree         // everything the server started
 	stdin  *onceCloser
 	stdout *lineReader
 	stderr *ring
@@ -32,8 +35,12 @@ type process struct {
 	stderrR    *os.File
 	stderrDone chan struct{} // the stderr reader has stopped
 
-	exited  chan struct{} // closed after cmd.Wait returned
-	waitErr error         // set before exited is closed
+	exited   chan struct{} // closed after cmd.Wait returned
+	waitErr  error         // set before exited is closed
+	exitedAt time.Time     // set before exited is closed
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed once stop has returned
 }
 
 // startProcess spawns the configured command in its own process group with
@@ -77,7 +84,8 @@ func startProcess(opts *Options) (*process, error) {
 		// delay only bounds Wait should that ever change.
 		WaitDelay: time.Second,
 	}
-	setProcessGroup(cmd)
+	tr := newTree()
+	tr.prepare(cmd)
 
 	var files []*os.File // every pipe end, closed on failure
 	closeAll := func() {
@@ -107,24 +115,35 @@ func startProcess(opts *Options) (*process, error) {
 		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	child, err := opts.Reaper.Start(cmd)
+	if err != nil {
 		closeAll()
+		tr.release()
 		return nil, fmt.Errorf("server %q: starting %q: %w", opts.Name, cfg.Command, err)
 	}
 	// The child has its copies; ours of its ends would hide EOF.
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	if err := tr.attach(cmd.Process.Pid); err != nil {
+		opts.Logger.Warn("the server's processes are not contained", "server", opts.Name, "err", err)
+	}
 
 	p := &process{
-		name:       opts.Name,
-		cmd:        cmd,
-		pid:        cmd.Process.Pid,
-		stdin:      &onceCloser{f: inW},
+		name:  opts.Name,
+		cmd:   cmd,
+		pid:   cmd.Process.Pid,
+		child: child,
+		tree:  tr,
+		// Whoever closes stdin first (go-sdk closing its connection, or
+		// stop), the tree is learnt before: a server that exits on EOF
+		// leaves its children to be re-parented, out of reach of the walk.
+		stdin:      &onceCloser{f: inW, beforeClose: tr.update},
 		stderr:     &ring{max: opts.StderrBytes},
 		stderrR:    errR,
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+		stopped:    make(chan struct{}),
 	}
 	p.stdout = &lineReader{
 		f:       outR,
@@ -137,7 +156,9 @@ func startProcess(opts *Options) (*process, error) {
 	go p.readStderr(opts.Handlers.StderrLine, opts.Logger)
 	go func() {
 		err := cmd.Wait()
+		child.Waited()
 		p.waitErr = err
+		p.exitedAt = time.Now()
 		close(p.exited)
 	}()
 	return p, nil
@@ -160,6 +181,17 @@ func (p *process) exitStatus() string {
 	return "exited"
 }
 
+// exitedBefore reports whether the process had exited (been reaped) before
+// t.
+func (p *process) exitedBefore(t time.Time) bool {
+	select {
+	case <-p.exited:
+		return p.exitedAt.Before(t)
+	default:
+		return false
+	}
+}
+
 // drainStderr waits, up to d, for the stderr reader to reach EOF so that a
 // crash report carries the server's last words.
 func (p *process) drainStderr(d time.Duration) {
@@ -171,31 +203,50 @@ func (p *process) drainStderr(d time.Duration) {
 	}
 }
 
-// stop ends the process group: EOF on stdin, then SIGTERM to the group,
-// then SIGKILL; it returns once the child is reaped and the rest of the
-// group is gone (or, for processes that escaped the group or linger as
-// unreaped zombies, after a last bounded wait).
+// killWait bounds the wait for processes after SIGKILL (one in
+// uninterruptible sleep cannot be waited for without end).
+const killWait = 5 * time.Second
+
+// stop ends everything the server started: EOF on stdin, then SIGTERM,
+// then SIGKILL, each to its process group and to the processes that left
+// the group but descend from it (tree). It returns once the server is
+// reaped and nothing of its tree runs (or, for a process that does not
+// die of SIGKILL, after killWait). Several callers may call it; each
+// returns once it is done.
 func (p *process) stop(closeGrace, termGrace time.Duration) {
-	p.stdin.Close()
-	if !waitClosed(p.exited, closeGrace) {
-		terminateGroup(p.pid)
-		if !waitClosed(p.exited, termGrace) {
-			killGroup(p.pid)
-			<-p.exited
+	p.stopOnce.Do(func() {
+		defer close(p.stopped)
+		// Closing stdin learns the tree first; if go-sdk closed it
+		// already, learn what the server started since.
+		if !p.stdin.closeNow() {
+			p.tree.update()
 		}
-	}
-	// The leader is gone; its group may not be (a server behind sh or npx).
-	if groupAlive(p.pid) {
-		terminateGroup(p.pid)
-		if !pollUntil(func() bool { return !groupAlive(p.pid) }, termGrace) {
-			killGroup(p.pid)
-			pollUntil(func() bool { return !groupAlive(p.pid) }, time.Second)
+		if !p.waitGone(closeGrace) {
+			p.tree.signal(sigTerminate)
+			if !p.waitGone(termGrace) {
+				p.tree.signal(sigKill)
+				waitClosed(p.exited, killWait)
+				p.tree.wait(killWait, sigKill)
+			}
 		}
+		p.child.Ended()
+		p.tree.release()
+		p.drainStderr(100 * time.Millisecond)
+		p.stdout.Close()
+		p.stderrR.Close()
+		<-p.stderrDone
+	})
+	<-p.stopped
+}
+
+// waitGone waits up to d for the server to exit and then for the rest of
+// its tree, and reports whether all of it is gone.
+func (p *process) waitGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	if !waitClosed(p.exited, d) {
+		return false
 	}
-	p.drainStderr(100 * time.Millisecond)
-	p.stdout.Close()
-	p.stderrR.Close()
-	<-p.stderrDone
+	return p.tree.wait(time.Until(deadline), 0)
 }
 
 func waitClosed(ch <-chan struct{}, d time.Duration) bool {
@@ -206,21 +257,6 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-// pollUntil polls cond every 5 ms for at most d: a process group has no
-// event to wait on.
-func pollUntil(cond func() bool, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -246,17 +282,32 @@ func (p *process) readStderr(onLine func(string), logger *slog.Logger) {
 }
 
 // onceCloser closes the server's stdin once, whoever asks first (go-sdk on
-// session close, or stop).
+// session close, or stop), after running beforeClose.
 type onceCloser struct {
-	f    *os.File
-	once sync.Once
-	err  error
+	f           *os.File
+	beforeClose func()
+	once        sync.Once
+	err         error
 }
 
 func (c *onceCloser) Write(b []byte) (int, error) { return c.f.Write(b) }
 func (c *onceCloser) Close() error {
-	c.once.Do(func() { c.err = c.f.Close() })
+	c.closeNow()
 	return c.err
+}
+
+// closeNow closes, unless it was closed already, and reports whether this
+// call closed it.
+func (c *onceCloser) closeNow() bool {
+	now := false
+	c.once.Do(func() {
+		now = true
+		if c.beforeClose != nil {
+			c.beforeClose()
+		}
+		c.err = c.f.Close()
+	})
+	return now
 }
 
 // lineReader is the server's stdout as go-sdk should see it: only lines

@@ -84,6 +84,19 @@ func browse(calls *atomic.Int32) Presenter {
 	}
 }
 
+// connectBrowsing connects through a presenter that approves at once and
+// counts its calls; the session closes with the test.
+func (e *env) connectBrowsing(t *testing.T) (*mcp.ClientSession, *atomic.Int32) {
+	t.Helper()
+	presented := new(atomic.Int32)
+	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(presented)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, presented
+}
+
 // connect opens an MCP session with h as its OAuth handler.
 func connect(ctx context.Context, url string, h *Handler) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
@@ -103,12 +116,7 @@ func echo(t *testing.T, s *mcp.ClientSession, tool, text string) {
 
 func TestCodeFlowWithPKCEStoresTokenPrivately(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, presented := e.connectBrowsing(t)
 	echo(t, s, "echo", "hi")
 
 	got := e.as.Counts()
@@ -139,12 +147,7 @@ func TestCodeFlowWithPKCEStoresTokenPrivately(t *testing.T) {
 
 func TestRefreshBeforeExpiry(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{AccessTTL: time.Hour}, oauthtest.ServerConfig{})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := e.connectBrowsing(t)
 	echo(t, s, "echo", "one")
 	first := e.server.Tokens()[len(e.server.Tokens())-1]
 
@@ -168,12 +171,7 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 
 func TestRefreshOn401(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, presented := e.connectBrowsing(t)
 	echo(t, s, "echo", "one")
 	e.as.RevokeAccess() // the server forgets the token before it expires
 	echo(t, s, "echo", "two")
@@ -185,12 +183,7 @@ func TestRefreshOn401(t *testing.T) {
 
 func TestRevokedRefreshTokenAuthorizesAgainOnce(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, presented := e.connectBrowsing(t)
 	echo(t, s, "echo", "one")
 	e.as.RevokeAll()
 	echo(t, s, "echo", "two")
@@ -352,12 +345,7 @@ func TestCancelledByTheUser(t *testing.T) {
 
 func TestStepUpAsksForTheUnionOfScopes(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{ScopesSupported: []string{"read", "write"}}, oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, presented := e.connectBrowsing(t)
 	if got := e.as.LastAuthorization().Get("scope"); got != "read" {
 		t.Errorf("first authorization asked for %q, want read", got)
 	}
@@ -389,12 +377,7 @@ func TestTimeoutNamesItsKey(t *testing.T) {
 
 func TestLogoutForgets(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
-	var presented atomic.Int32
-	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	e.connectBrowsing(t)
 	removed, err := e.m.Logout(e.srv)
 	if err != nil || !removed {
 		t.Fatalf("Logout = %v, %v; want true", removed, err)

@@ -86,18 +86,8 @@ type Store struct {
 // $HOME/.config/mcp-sidecar/credentials: tokens are configuration a person
 // made, not a cache (the catalog cache may be wiped at any time).
 func DefaultStoreDir(env config.Lookup) (string, error) {
-	get := func(k string) string {
-		if env == nil {
-			return ""
-		}
-		v, _ := env(k)
-		return v
-	}
-	if x := get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "mcp-sidecar", "credentials"), nil
-	}
-	if h := get("HOME"); filepath.IsAbs(h) {
-		return filepath.Join(h, ".config", "mcp-sidecar", "credentials"), nil
+	if dir, ok := env.XDGDir("XDG_CONFIG_HOME", ".config"); ok {
+		return filepath.Join(dir, "mcp-sidecar", "credentials"), nil
 	}
 	return "", errors.New("credentials store: no directory: neither XDG_CONFIG_HOME nor HOME is an absolute path")
 }

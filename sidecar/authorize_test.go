@@ -94,6 +94,14 @@ func (o *oauthSetup) init(caps map[string]any, cfg *config.ServerConfig) {
 	o.h.initialize(map[string]*config.ServerConfig{"remote": cfg}, extra)
 }
 
+// startSession initializes with capabilities.authorization and opens
+// session s1, whose round 0 it waits for.
+func (o *oauthSetup) startSession() {
+	o.init(map[string]any{"authorization": map[string]any{}}, nil)
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	o.h.waitComplete("s1", 0)
+}
+
 func (o *oauthSetup) status(session string) protocol.ServerStatus {
 	o.h.t.Helper()
 	var res protocol.ServersStatusResult
@@ -265,9 +273,7 @@ func TestConcurrentSessionsShareOneAuthorization(t *testing.T) {
 
 func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.init(map[string]any{"authorization": map[string]any{}}, nil)
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	o.h.waitComplete("s1", 0)
+	o.startSession()
 	if err := o.echo("s1", "one"); err != nil {
 		t.Fatal(err)
 	}
@@ -348,9 +354,7 @@ func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
 
 func TestLogoutRemovesTheToken(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.init(map[string]any{"authorization": map[string]any{}}, nil)
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	o.h.waitComplete("s1", 0)
+	o.startSession()
 	var res protocol.LogoutResult
 	if err := o.h.call(protocol.MethodServersLogout, map[string]any{"sessionId": "s1", "server": "remote"}, &res); err != nil || !res.Removed {
 		t.Fatalf("servers/logout = %+v, %v; want removed", res, err)

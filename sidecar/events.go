@@ -38,6 +38,8 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		Logger:         srv.logger.With("server", sc.name, "session", sess.id),
 
 		MaxServerRequests: env.maxServerRequests,
+		Reaper:            srv.opts.Reaper,
+		Background:        sc.background,
 	}
 	// A new connection starts its count of skipped stdout lines afresh.
 	sc.mu.Lock()

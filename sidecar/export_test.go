@@ -17,6 +17,10 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// Teardown is called before a background teardown (the process of a
+	// failed startup) of server runs; blocking holds it back (release it:
+	// session close waits for it).
+	Teardown func(session, server string)
 	// StartupWait is called when a request begins to wait for a startup
 	// of server in flight: for its initialize only (early is true: early
 	// resource discovery) or for readiness.
@@ -35,6 +39,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		refreshJoined:       h.RefreshJoined,
 		startupWait:         h.StartupWait,
 		authorizationJoined: h.AuthorizationJoined,
+		teardown:            h.Teardown,
 	}
 	return opts
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
@@ -30,14 +31,27 @@ import (
 // process-level tests (exit, EOF, orphans) drive a real sidecar process.
 const serveEnv = "MCP_SIDECAR_TEST_SERVE"
 
+// watchdogEnv makes the test binary run as the serving sidecar's watchdog.
+const watchdogEnv = "MCP_SIDECAR_TEST_WATCHDOG"
+
 func TestMain(m *testing.M) {
 	fixture.Main()
+	if os.Getenv(watchdogEnv) == "1" {
+		os.Exit(reaper.Watchdog(os.Stdin))
+	}
 	if os.Getenv(serveEnv) == "1" {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		// The signals main.go stops on, so that signal tests drive the
-		// same path as the real binary.
+		// What main.go's serve command does: the signals it stops on and
+		// the reaper with its watchdog (this binary, re-executed), so that
+		// process tests drive the same path as the real binary.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-		code := sidecar.Serve(ctx, os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger})
+		r := reaper.New(reaper.Options{
+			Watchdog:    []string{os.Args[0], "-test.run=^$"},
+			WatchdogEnv: []string{watchdogEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+			Logger:      logger,
+		})
+		code := sidecar.Serve(ctx, os.Stdin, os.Stdout, sidecar.Options{Env: os.LookupEnv, Logger: logger, Reaper: r})
+		r.Close()
 		stop()
 		os.Exit(code)
 	}

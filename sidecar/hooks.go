@@ -18,6 +18,10 @@ type testHooks struct {
 	// refreshJoined is called when a caller begins to wait for a refresh
 	// another caller is running.
 	refreshJoined func(session, server string)
+	// teardown is called on the goroutine of a background teardown (the
+	// process of a failed startup) before it runs: blocking holds it back
+	// (session close waits for it).
+	teardown func(session, server string)
 	// startupWait is called when a request begins to wait for a startup
 	// in flight: for its initialize only (early resource discovery) or for
 	// readiness.

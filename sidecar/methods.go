@@ -740,6 +740,9 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	if old != nil {
 		old.Close()
 	}
+	// A connection the server lost is being torn down: the replacement
+	// starts once nothing of the old one runs.
+	sc.waitEnded()
 	go launch()
 	select {
 	case <-a.done:

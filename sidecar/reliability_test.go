@@ -273,13 +273,7 @@ func group(pgid int) []procInfo {
 
 func pgidOf(t *testing.T, pid int) int {
 	t.Helper()
-	for _, p := range processes() {
-		if p.pid == pid {
-			return p.pgid
-		}
-	}
-	t.Fatalf("process %d not found", pid)
-	return 0
+	return procOf(t, pid).pgid
 }
 
 // waitGroupGone polls until group pgid has no live process (a group has

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -35,6 +36,10 @@ type Options struct {
 	Prober *launcherprobe.Prober
 	// MaxFrameBytes bounds a host frame; zero means the default (64 MiB).
 	MaxFrameBytes int64
+	// Reaper registers the server processes, when this process serves the
+	// host protocol as its job (the serve command): see internal/reaper.
+	// Nil: each connection still ends its servers' process trees.
+	Reaper *reaper.Reaper
 
 	hooks *testHooks // tests only (export_test.go)
 }

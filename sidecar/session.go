@@ -50,8 +50,12 @@ type Session struct {
 	rounds   sync.WaitGroup
 	prepared []*startRound
 	// watchers tracks the goroutines that watch live connections; close
-	// waits for them after closing the connections.
+	// waits for them after closing the connections. A watcher whose
+	// connection was lost waits for its teardown (Conn.Close).
 	watchers sync.WaitGroup
+	// teardowns tracks the teardowns of servers whose startup failed
+	// (mcpclient.Options.Background); close waits for them.
+	teardowns sync.WaitGroup
 }
 
 // sessionCatalog is the session's qualified view of all its servers' tools,
@@ -103,9 +107,12 @@ type serverConn struct {
 	// the discovery scope").
 	scopeKey string
 
-	mu         sync.Mutex
-	state      string
-	conn       *mcpclient.Conn
+	mu    sync.Mutex
+	state string
+	conn  *mcpclient.Conn
+	// ending are connections lost on their own whose teardown may not be
+	// finished (their watcher removes them once it is).
+	ending     map[*mcpclient.Conn]bool
 	attempt    *startAttempt
 	tools      []catalog.Tool // filtered, as the server sent them
 	catalogSrc string
@@ -333,8 +340,27 @@ func (sess *Session) close() {
 		}
 	}
 	wg.Wait()
+	// Connections lost on their own are torn down by their watchers, and
+	// failed startups in the background: the session ends when their
+	// processes are gone too.
 	sess.watchers.Wait()
+	sess.teardowns.Wait()
 	sess.srv.logLimiter.forgetSession(sess.id)
+}
+
+// background runs a teardown of one of sc's processes that the session's
+// close waits for. Its callers run inside a startup round, which close
+// waits for before it waits for teardowns.
+func (sc *serverConn) background(f func()) {
+	sess := sc.sess
+	sess.teardowns.Add(1)
+	go func() {
+		defer sess.teardowns.Done()
+		if h := sess.srv.hook().teardown; h != nil {
+			h(sess.id, sc.name)
+		}
+		f()
+	}()
 }
 
 // admit counts a request against the session's bound on requests in
@@ -519,8 +545,16 @@ func (sc *serverConn) start(a *startAttempt) {
 		case isAuth:
 			err = authErr
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
-			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout,
-				fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %v%s", sc.name, formatSeconds(timeout), err, describeAuthorizationWait(err))).WithServer(sc.name, "").Retry()
+			// mcpclient's errors name the server already.
+			why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", sc.name))
+			msg := fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %s%s", sc.name, formatSeconds(timeout), why, describeAuthorizationWait(err))
+			if errors.Is(err, mcpclient.ErrInitializeTimeout) {
+				// Whatever the server did after the deadline (most exit
+				// when their stdin closes) is not why it failed.
+				msg = fmt.Sprintf("server %q did not answer initialize within startup_timeout_sec (%s)%s", sc.name, formatSeconds(timeout),
+					strings.TrimPrefix(why, mcpclient.ErrInitializeTimeout.Error()))
+			}
+			err = protocol.NewError(protocol.CodeStartupTimeout, protocol.KindStartupTimeout, msg).WithServer(sc.name, "").Retry()
 		default:
 			var pe *protocol.Error
 			if !errors.As(err, &pe) {
@@ -558,7 +592,8 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	sc.mu.Unlock()
 	items, tools, err := sc.listTools(ctx, conn, true)
 	if err != nil {
-		conn.Close()
+		// The failure is reported now; the process ends after.
+		sc.background(func() { conn.Close() })
 		return nil, nil, err
 	}
 	sc.resubscribe(ctx, conn)
@@ -769,6 +804,27 @@ func sameTools(a, b []catalog.Tool) bool {
 func (sc *serverConn) watch(conn *mcpclient.Conn) {
 	<-conn.Done()
 	sc.lost(conn)
+	// The connection tears its process down on its own once it is lost;
+	// this watcher owns that teardown and ends with it, so that whoever
+	// waits for the watchers (session close) or for the lost connections
+	// (servers/reconnect) waits for the processes too.
+	conn.Close()
+	sc.mu.Lock()
+	delete(sc.ending, conn)
+	sc.mu.Unlock()
+}
+
+// waitEnded waits until the connections sc lost are torn down.
+func (sc *serverConn) waitEnded() {
+	sc.mu.Lock()
+	ending := make([]*mcpclient.Conn, 0, len(sc.ending))
+	for conn := range sc.ending {
+		ending = append(ending, conn)
+	}
+	sc.mu.Unlock()
+	for _, conn := range ending {
+		conn.Close()
+	}
 }
 
 // lost marks conn as gone, unless it was closed on purpose or replaced; it
@@ -781,6 +837,10 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 		return
 	}
 	sc.conn = nil
+	if sc.ending == nil {
+		sc.ending = map[*mcpclient.Conn]bool{}
+	}
+	sc.ending[conn] = true
 	sc.state = protocol.StateDisconnected
 	if sc.catalogSrc == protocol.CatalogLive {
 		sc.catalogSrc = protocol.CatalogCached

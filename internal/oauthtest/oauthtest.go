@@ -495,19 +495,10 @@ func (s *Server) stepUp(next http.Handler, prm string) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		msg, ok := peek(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		json.Unmarshal(body, &msg)
 		need := s.cfg.ToolScopes[msg.Params.Name]
 		if msg.Method == "tools/call" && len(need) > 0 {
 			have := auth.TokenInfoFromContext(r.Context())
@@ -524,6 +515,29 @@ func (s *Server) stepUp(next http.Handler, prm string) http.Handler {
 	})
 }
 
+// message is what the middlewares read of a JSON-RPC message.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// peek reads the message of a POST and puts its body back for the next
+// handler; on a read error it answers 400 and reports false.
+func peek(w http.ResponseWriter, r *http.Request) (message, bool) {
+	var msg message
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return msg, false
+	}
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	json.Unmarshal(body, &msg)
+	return msg, true
+}
+
 // openHandshake sends initialize, notifications and session GET/DELETE
 // to open, everything else to protected.
 func openHandshake(open, protected http.Handler) http.Handler {
@@ -532,17 +546,10 @@ func openHandshake(open, protected http.Handler) http.Handler {
 			open.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		msg, ok := peek(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &msg)
 		if msg.Method == "initialize" || msg.ID == nil {
 			open.ServeHTTP(w, r)
 			return
@@ -555,16 +562,10 @@ func openHandshake(open, protected http.Handler) http.Handler {
 // approves at once: it follows the redirects, to the redirect URI
 // included, and returns the last URL and its status.
 func Browse(ctx context.Context, authURL string) (last string, status int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	resp, err := get(ctx, http.DefaultClient, authURL)
 	if err != nil {
 		return "", 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
 	return resp.Request.URL.String(), resp.StatusCode, nil
 }
 
@@ -572,19 +573,29 @@ func Browse(ctx context.Context, authURL string) (last string, status int, err e
 // authURL, without going there (what a host that catches the redirect
 // itself sees).
 func RedirectOf(ctx context.Context, authURL string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return "", err
-	}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Do(req)
+	resp, err := get(ctx, c, authURL)
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
 	loc := resp.Header.Get("Location")
 	if loc == "" {
 		return "", fmt.Errorf("no redirect: %s", resp.Status)
 	}
 	return loc, nil
+}
+
+// get GETs url with c and reads the body away.
+func get(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, nil
 }

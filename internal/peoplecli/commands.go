@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
 )
 
@@ -71,6 +72,9 @@ func Main(ctx context.Context, env Env, args []string) int {
 		return Serve(ctx, env, args)
 	}
 	name, rest := args[0], args[1:]
+	if name == WatchdogCommand {
+		return reaper.Watchdog(env.Stdin)
+	}
 	if name == "help" {
 		return help(env, rest)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/exampleserver"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -44,13 +46,33 @@ func Serve(ctx context.Context, env Env, args []string) int {
 	if IsTerminal(env.Stdin, env.lookup) {
 		fmt.Fprintln(env.Stderr, "mcp-sidecar speaks the host protocol (LSP-framed JSON-RPC) on stdin: a harness spawns it.\nFor people: 'mcp-sidecar --help' lists the commands (doctor, tools, call, ...). Ctrl-C or Ctrl-D ends this.")
 	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	// Serving is this process's job: it becomes the reaper of what its
+	// servers leave behind, with a watchdog for the case it is killed.
+	r := reaper.New(reaper.Options{Watchdog: watchdogCommand(), Logger: logger})
+	defer r.Close()
 	return sidecar.Serve(ctx, env.Stdin, env.Stdout, sidecar.Options{
 		Version:       env.Version,
 		Env:           env.LookupEnv,
-		Logger:        slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger:        logger,
 		MaxFrameBytes: *maxFrame,
+		Reaper:        r,
 	})
 }
+
+// watchdogCommand is the command line of the serving sidecar's watchdog:
+// this binary, re-executed with the hidden command WatchdogCommand.
+func watchdogCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, WatchdogCommand}
+}
+
+// WatchdogCommand is the hidden command that runs the watchdog
+// (reaper.Watchdog) on stdin; it is not in the command table.
+const WatchdogCommand = "internal-watchdog"
 
 // oneDashLongFlags rewrites -name and -name=value of the given long flags
 // as --name, which is how pflag spells them.

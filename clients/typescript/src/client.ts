@@ -16,6 +16,8 @@ import { sidecarBinary } from './binary.js';
 import {
   ERRORS,
   PROTOCOL_VERSION,
+  type AuthorizeParams,
+  type AuthorizeResult,
   type CallToolResult,
   type CreateMessageResult,
   type ElicitParams,
@@ -280,6 +282,16 @@ export class SidecarClient {
   /** Answers mcp/sample (declare capabilities.sampling in initialize). */
   onSample(handler: (params: SampleParams, signal: AbortSignal) => CreateMessageResult | Promise<CreateMessageResult>): Disposable {
     return this.#onHostRequest('mcp/sample', handler);
+  }
+
+  /**
+   * Answers mcp/authorize (declare capabilities.authorization in
+   * initialize): open params.authorizationUrl for the user, answer {} (or
+   * {redirectUrl} when the host catches the redirect, {cancelled: true} when
+   * the user declined).
+   */
+  onAuthorize(handler: (params: AuthorizeParams, signal: AbortSignal) => AuthorizeResult | Promise<AuthorizeResult>): Disposable {
+    return this.#onHostRequest('mcp/authorize', handler);
   }
 
   #onHostRequest<M extends keyof HostRequestMap>(method: M, handler: HostRequestHandler<M>): Disposable {

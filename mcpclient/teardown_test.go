@@ -1,0 +1,165 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+)
+
+// shServer is a stdio server run by sh -c script.
+func shServer(script string, args ...string) *config.ServerConfig {
+	return &config.ServerConfig{Command: "sh", Args: append([]string{"-c", script, "sh"}, args...)}
+}
+
+// running reports whether pid runs (a zombie does not).
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc: kill says it exists
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestInitializeTimeoutIsNotAnExit: a server that reads its stdin but never
+// answers initialize is reported as not answering, not by the exit status
+// it has after the client gave up and closed its stdin (issue 13 item 14).
+func TestInitializeTimeoutIsNotAnExit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	// cat drains stdin and exits 0 at its EOF; sh keeps stdout open.
+	_, err := Connect(ctx, Options{Name: "fx", Config: shServer(`cat >/dev/null`)})
+	if err == nil {
+		t.Fatal("Connect succeeded")
+	}
+	if !errors.Is(err, ErrInitializeTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want ErrInitializeTimeout and DeadlineExceeded", err)
+	}
+	if strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "did not answer initialize") {
+		t.Errorf("err = %q, want it to say the server did not answer initialize", err)
+	}
+}
+
+// TestStartupTimeoutReportedBeforeTeardown: the timeout is reported when
+// ctx ends; the teardown of a server that ignores SIGTERM (which waits
+// TermGrace, then kills) is handed to Options.Background, whose owner
+// waits for it (issue 13 item 21).
+func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	teardowns := make(chan func(), 1)
+	_, err := Connect(ctx, Options{
+		Name:       "fx",
+		Config:     shServer(`trap '' TERM; echo $$ > "$1"; exec sleep 1000`, pidFile),
+		TermGrace:  200 * time.Millisecond,
+		Background: func(f func()) { teardowns <- f },
+	})
+	if !errors.Is(err, ErrInitializeTimeout) {
+		t.Fatalf("err = %v, want ErrInitializeTimeout", err)
+	}
+	pid := readPID(t, pidFile)
+	var teardown func()
+	select {
+	case teardown = <-teardowns:
+	default:
+		t.Fatal("Connect returned without handing its teardown to Background")
+	}
+	if !running(pid) {
+		t.Errorf("server %d already gone when the timeout was reported: the report waited for the teardown", pid)
+	}
+	teardown()
+	checkGone(t, pid)
+}
+
+// TestWriteToClosedStdinIsConnectionLost: a call written to a server that
+// closed its stdin (but lives on, stdout open) fails with ErrConnectionLost
+// and the server's last stderr, and ends the connection (issue 13 item 13).
+func TestWriteToClosedStdinIsConnectionLost(t *testing.T) {
+	closed := make(chan struct{})
+	c := connect(t, Options{
+		Config: fixture.Config("fx", fixture.Spec{Raw: &fixture.RawSpec{CloseStdinOn: "notifications/initialized"}}),
+		Handlers: Handlers{StderrLine: func(l string) {
+			if strings.Contains(l, "stdin closed") {
+				close(closed)
+			}
+		}},
+		CloseGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond,
+	})
+	select {
+	case <-closed:
+	case <-testCtx(t).Done():
+		t.Fatal("the server did not close its stdin")
+	}
+	_, err := c.CallTool(testCtx(t), "echo", nil, nil)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("call: err = %v, want ErrConnectionLost", err)
+	}
+	for _, w := range []string{"closed its input", "stdin closed"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	<-c.Done()
+	if !errors.Is(c.Err(), ErrConnectionLost) {
+		t.Errorf("Err() = %v", c.Err())
+	}
+}
+
+// TestCloseEndsSetsidDescendant: a child the server moved out of its
+// process group and session (setsid) ends with the server's Close (issue
+// 13 item 6).
+func TestCloseEndsSetsidDescendant(t *testing.T) {
+	dir := t.TempDir()
+	bgPID := filepath.Join(dir, "bg.pid")
+	cfg := fixture.Config("fx", fixture.Spec{ToolCount: 1})
+	cfg.Args = append([]string{"-c", `setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"; shift; exec "$@"`, "sh", bgPID, cfg.Command}, cfg.Args...)
+	cfg.Command = "sh"
+	c := connect(t, Options{Config: cfg, CloseGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
+	bg := readPID(t, bgPID)
+	t.Cleanup(func() { syscall.Kill(bg, syscall.SIGKILL) })
+	if !running(bg) {
+		t.Fatalf("setsid'd child %d not running", bg)
+	}
+	c.Close()
+	if running(bg) {
+		t.Errorf("setsid'd child %d still runs after Close", bg)
+	}
+}
+
+// TestCloseWaitsForTeardownOfLostConnection: when the server closes its
+// stdout and lives on, the connection tears the group down on its own;
+// Close returns only once that teardown is done (issue 13 item 5).
+func TestCloseWaitsForTeardownOfLostConnection(t *testing.T) {
+	dir := t.TempDir()
+	bgPID := filepath.Join(dir, "bg.pid")
+	cfg := fixture.Config("fx", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "die", Behavior: fixture.BehaviorCrash}}})
+	cfg.Args = append([]string{"-c", `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"; shift; "$@"; exec sleep 1000 >&-`, "sh", bgPID, cfg.Command}, cfg.Args...)
+	cfg.Command = "sh"
+	c := connect(t, Options{Config: cfg, CloseGrace: 300 * time.Millisecond, TermGrace: 300 * time.Millisecond})
+	bg, leader := readPID(t, bgPID), c.PID()
+	t.Cleanup(func() { syscall.Kill(-leader, syscall.SIGKILL) })
+	if _, err := c.CallTool(testCtx(t), "die", nil, nil); !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("err = %v, want ErrConnectionLost", err)
+	}
+	<-c.Done()
+	c.Close()
+	for _, pid := range []int{leader, bg} {
+		if running(pid) {
+			t.Errorf("process %d still runs after Close", pid)
+		}
+	}
+}
