@@ -211,16 +211,27 @@ func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessa
 	panic("unknown server " + kind)
 }
 
-// ctxSwitches returns the context switches (voluntary and involuntary)
-// of all of pid's threads so far (threads that ended are not counted).
-func ctxSwitches(pid int) (int64, error) {
+// procUsage is what the threads of a process have used so far: context
+// switches (voluntary and involuntary) and time on a CPU. Threads that
+// ended are not counted (the Go runtime keeps its threads).
+type procUsage struct {
+	switches int64
+	cpu      time.Duration
+}
+
+func (u procUsage) sub(v procUsage) procUsage {
+	return procUsage{switches: u.switches - v.switches, cpu: u.cpu - v.cpu}
+}
+
+func usageOf(pid int) (procUsage, error) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, err
+		return procUsage{}, err
 	}
-	var n int64
+	var u procUsage
 	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, task.Name())
+		b, err := os.ReadFile(dir + "status")
 		if err != nil {
 			continue // the thread ended
 		}
@@ -228,11 +239,18 @@ func ctxSwitches(pid int) (int64, error) {
 			k, v, ok := strings.Cut(line, ":")
 			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
 				x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += x
+				u.switches += x
+			}
+		}
+		// schedstat: nanoseconds on a CPU, then waiting, then timeslices.
+		if b, err := os.ReadFile(dir + "schedstat"); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				u.cpu += time.Duration(ns)
 			}
 		}
 	}
-	return n, nil
+	return u, nil
 }
 
 // checkedCall wraps a contender's echo call: an error result fails it.

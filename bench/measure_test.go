@@ -52,16 +52,18 @@ func (p *callPaths) op(via string) func() error { return checkedCall(p.via[via],
 
 type callFigures struct {
 	latency map[string][]time.Duration
-	// switches is the context switches per call of the process between
-	// host and server (floor relay, sidecar) while latency was sampled.
+	// switches and cpu are the context switches and the CPU time per call
+	// of the process between host and server (floor relay, sidecar) while
+	// latency was sampled.
 	switches   map[string]float64
+	cpu        map[string]time.Duration
 	throughput map[string]map[int]float64 // via -> concurrency -> calls/s (median of runs)
 }
 
 func measureCalls(tb testing.TB, kind string, reps int) callFigures {
 	tb.Helper()
 	p := setupCallPaths(tb, kind)
-	f := callFigures{latency: map[string][]time.Duration{}, switches: map[string]float64{}, throughput: map[string]map[int]float64{}}
+	f := callFigures{latency: map[string][]time.Duration{}, switches: map[string]float64{}, cpu: map[string]time.Duration{}, throughput: map[string]map[int]float64{}}
 	for _, via := range contenderNames {
 		if _, err := sample(50, p.op(via)); err != nil { // warm up
 			tb.Fatalf("%s: %v", via, err)
@@ -70,27 +72,30 @@ func measureCalls(tb testing.TB, kind string, reps int) callFigures {
 	// Interleaved blocks, so that drift on a shared machine hits every
 	// contender alike.
 	const blocks = 10
-	switches := map[string]int64{}
+	used := map[string]procUsage{}
 	for range blocks {
 		for _, via := range contenderNames {
 			pid := p.via[via].pid()
-			var before int64
+			var before procUsage
 			if pid != 0 {
-				before, _ = ctxSwitches(pid)
+				before, _ = usageOf(pid)
 			}
 			ds, err := sample(max(reps/blocks, 1), p.op(via))
 			if err != nil {
 				tb.Fatalf("%s: %v", via, err)
 			}
 			if pid != 0 {
-				after, _ := ctxSwitches(pid)
-				switches[via] += after - before
+				after, _ := usageOf(pid)
+				d := after.sub(before)
+				used[via] = procUsage{switches: used[via].switches + d.switches, cpu: used[via].cpu + d.cpu}
 			}
 			f.latency[via] = append(f.latency[via], ds...)
 		}
 	}
-	for via, n := range switches {
-		f.switches[via] = float64(n) / float64(len(f.latency[via]))
+	for via, u := range used {
+		n := len(f.latency[via])
+		f.switches[via] = float64(u.switches) / float64(n)
+		f.cpu[via] = u.cpu / time.Duration(n)
 	}
 	runs := map[string]map[int][]float64{}
 	for range 3 {

@@ -125,6 +125,8 @@ func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads
 			}
 			row(1, "... context switches per call of the process in between", "", fmt.Sprintf("%.1f", cf.switches["floor"]),
 				fmt.Sprintf("%.1f", cf.switches["sidecar"]), cf.switches["sidecar"]/cf.switches["floor"], "", false)
+			row(1, "... CPU time per call of the process in between (all its threads)", "", micros(cf.cpu["floor"]),
+				micros(cf.cpu["sidecar"]), float64(cf.cpu["sidecar"])/float64(cf.cpu["floor"]), "", false)
 		}
 	}
 	if payloads {
@@ -289,6 +291,9 @@ func reportListChanged(t *testing.T, p printer, reps func(int) int) {
 	p("| 6 | one list_changed to the new tool called through the host protocol, median of %d | %s | %s (a plain tools/list through the host protocol) | %.1fx | same turn |\n",
 		len(callable), ms(median(callable)), ms(median(plain)), float64(median(callable))/float64(median(plain)))
 }
+
+// micros renders a short duration in microseconds.
+func micros(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000) }
 
 func verdict(ok bool) string {
 	if ok {

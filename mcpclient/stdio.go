@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -358,10 +359,20 @@ func (l *lineReader) readLine() ([]byte, error) {
 			return nil, err
 		}
 	}
-	line := bytes.Clone(bytes.TrimSuffix(l.pending, []byte("\n")))
+	line := bytes.TrimSuffix(l.pending, []byte("\n"))
 	l.pending = nil
+	if cap(l.line) <= handOverLine {
+		return bytes.Clone(line), nil
+	}
+	// A large line is handed over rather than copied: the next line gets
+	// a buffer of its own.
+	l.line = nil
 	return line, nil
 }
+
+// handOverLine is the buffer size above which readLine hands its buffer
+// over instead of copying the line out of it.
+const handOverLine = 64 << 10
 
 // next reads one line and queues it if it is JSON.
 func (l *lineReader) next() error {
@@ -382,6 +393,12 @@ func (l *lineReader) next() error {
 				}
 				l.report(fmt.Sprintf("%s... (non-JSON line of more than %d bytes dropped)", truncate(l.line, 200), l.max))
 			} else {
+				if len(l.line)+len(chunk) > cap(l.line) {
+					// Grown fourfold: a large line leaves a third of itself
+					// behind as garbage, where append's smaller steps would
+					// leave several times itself.
+					l.line = slices.Grow(l.line, max(3*cap(l.line), len(chunk)))
+				}
 				l.line = append(l.line, chunk...)
 			}
 		}

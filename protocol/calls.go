@@ -46,8 +46,12 @@ func (s callStream) ReadObject(v any) error {
 	c := s.c
 	select {
 	case <-c.started:
-	case <-c.closing:
-		return ErrClosed
+	default:
+		select {
+		case <-c.started:
+		case <-c.closing: // closed before Serve: nothing to read for
+			return ErrClosed
+		}
 	}
 	for {
 		resp, err := c.readResponse()

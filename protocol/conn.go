@@ -189,10 +189,14 @@ func (c *Conn) Serve(ctx context.Context, h Handler) error {
 // Close was called.
 func (c *Conn) Done() <-chan struct{} { return c.calls.DisconnectNotify() }
 
-// Close closes the connection: reading stops, calls waiting for an answer
-// fail with ErrClosed, and the reader and writer are closed where they are
-// io.Closers. Replies to requests in flight are still written if the
-// writer takes them (the sidecar's stdout outlives its stdin).
+// Close closes the connection: calls waiting for an answer fail with
+// ErrClosed, the reader and writer are closed where they are io.Closers,
+// and no more messages reach the Handler. A reader that cannot be closed
+// is drained to its end, its messages dropped, so that a peer still
+// writing to it is not blocked (an in-process sidecar over io.Pipe ends
+// its sessions with notifications). Replies to requests in flight are
+// still written if the writer takes them (the sidecar's stdout outlives
+// its stdin).
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() { close(c.closing) })
 	if err := c.calls.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
@@ -226,6 +230,11 @@ func sameValue(a, b any) bool {
 // dispatch hands a well-formed request or notification to the handler, on
 // the read loop.
 func (c *Conn) dispatch(req *Request) {
+	select {
+	case <-c.closing:
+		return // drained after Close (see Close)
+	default:
+	}
 	if req.IsNotification() {
 		if req.Method == MethodCancelRequest {
 			c.cancelRequest(req.Params)

@@ -1132,3 +1132,44 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestCloseDrainsAReaderItCannotClose: after Close, a reader that is not an
+// io.Closer is read to its end, so that the peer writing to it is never
+// blocked (the peer's last notifications), and nothing reaches the
+// Handler any more.
+func TestCloseDrainsAReaderItCannotClose(t *testing.T) {
+	pr, pw := io.Pipe()
+	handled := make(chan string, 10)
+	c := NewConn(struct{ io.Reader }{pr}, io.Discard, ConnOptions{})
+	served := make(chan error, 1)
+	go func() {
+		served <- c.Serve(context.Background(), HandlerFunc(func(_ context.Context, req *Request) { handled <- req.Method }))
+	}()
+	if _, err := io.WriteString(pw, frameOf(`{"jsonrpc":"2.0","method":"before"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-handled; got != "before" {
+		t.Fatalf("handled %q", got)
+	}
+	c.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	// The peer goes on writing after Close (io.Pipe blocks each write
+	// until it is read): answers, which go to the pending calls' side of
+	// the read loop, and notifications.
+	for i := range 10 {
+		if _, err := io.WriteString(pw, frameOf(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i+1))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(pw, frameOf(`{"jsonrpc":"2.0","method":"after"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pw.Close()
+	select {
+	case m := <-handled:
+		t.Errorf("%q reached the handler after Close", m)
+	default:
+	}
+}

@@ -193,13 +193,14 @@ func (fr *frameReader) readLine() (line []byte, long bool, n int, err error) {
 }
 
 // readBody reads n body bytes. Memory grows with the bytes that arrive, not
-// with the length announced.
+// with the length announced: by four times what arrived, up to n, so that
+// a large body leaves a third of itself behind as garbage, not all of it.
 func (fr *frameReader) readBody(n int64) ([]byte, error) {
 	size := int(n)
 	buf := make([]byte, 0, min(size, initialBodyAlloc))
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(cap(buf), size-len(buf)))
+			buf = slices.Grow(buf, min(3*cap(buf), size-len(buf)))
 		}
 		m, err := io.ReadFull(fr.r, buf[len(buf):min(cap(buf), size)])
 		buf = buf[:len(buf)+m]

@@ -165,3 +165,40 @@ func scanValue(data []byte, i int) (int, bool) {
 	}
 	return j, false
 }
+
+// eachMember calls f with the name and the raw value of every top-level
+// member of the JSON object data, in order. data must be valid JSON (a
+// frame's params are: the frame was checked whole); it reports false when
+// data is not an object. A name with escapes is unescaped; the values are
+// slices of data.
+func eachMember(data []byte, f func(name string, value []byte) error) (bool, error) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false, nil
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return true, nil
+	}
+	for i < len(data) && data[i] == '"' {
+		kEnd, _ := scanString(data, i)
+		key := data[i+1 : kEnd-1]
+		name := string(key)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			if err := json.Unmarshal(data[i:kEnd], &name); err != nil {
+				return true, err
+			}
+		}
+		i = skipWS(data, skipWS(data, kEnd)+1) // past the colon
+		vEnd, _ := scanValue(data, i)
+		if err := f(name, data[i:vEnd]); err != nil {
+			return true, err
+		}
+		i = skipWS(data, vEnd)
+		if i >= len(data) || data[i] != ',' {
+			break
+		}
+		i = skipWS(data, i+1)
+	}
+	return true, nil
+}

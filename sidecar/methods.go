@@ -99,9 +99,11 @@ func (sess *Session) selectServers(names []string) ([]*serverConn, error) {
 }
 
 func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
-	var p protocol.ToolsCallParams
-	if err := decodeParams(params, &p); err != nil {
-		return result{}, err
+	// The arguments and the policy stay slices of the frame until they are
+	// written to the server.
+	p, err := protocol.ParseToolsCallParams(params)
+	if err != nil {
+		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
 	sess, err := s.session(p.SessionID)
 	if err != nil {

@@ -1,0 +1,87 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ParseToolsCallParams decodes the params of tools/call, which must be
+// valid JSON (a frame's params are), without copying what is forwarded to
+// the server: Arguments, SandboxState, Task and the values of Meta are
+// slices of params. A 1 MiB argument is then held once, in the frame,
+// until it is written to the server. Member names are case-sensitive; an
+// absent or null member leaves its field zero (a null raw member is the
+// bytes null, as encoding/json has it).
+func ParseToolsCallParams(params json.RawMessage) (ToolsCallParams, error) {
+	var p ToolsCallParams
+	if t := bytes.TrimSpace(params); len(t) == 0 || string(t) == "null" {
+		return p, nil
+	}
+	isObject, err := eachMember(params, func(name string, v []byte) error {
+		switch name {
+		case "sessionId":
+			return decodeString(name, v, &p.SessionID)
+		case "name":
+			return decodeString(name, v, &p.Name)
+		case "server":
+			return decodeString(name, v, &p.Server)
+		case "tool":
+			return decodeString(name, v, &p.Tool)
+		case "arguments":
+			p.Arguments = v
+		case "sandboxState":
+			p.SandboxState = v
+		case "task":
+			p.Task = v
+		case "timeoutMs":
+			if string(v) != "null" {
+				if err := json.Unmarshal(v, &p.TimeoutMs); err != nil {
+					return fmt.Errorf("timeoutMs must be an integer: %s", v)
+				}
+			}
+		case "meta":
+			return decodeMeta(v, &p.Meta)
+		}
+		return nil
+	})
+	if err == nil && !isObject {
+		err = errors.New("params must be a JSON object")
+	}
+	return p, err
+}
+
+// decodeString decodes the JSON string v into dst; null leaves it alone.
+func decodeString(name string, v []byte, dst *string) error {
+	switch {
+	case string(v) == "null":
+		return nil
+	case len(v) < 2 || v[0] != '"':
+		return fmt.Errorf("%s must be a string", name)
+	case bytes.IndexByte(v, '\\') < 0:
+		*dst = string(v[1 : len(v)-1])
+		return nil
+	}
+	return json.Unmarshal(v, dst)
+}
+
+// decodeMeta decodes the meta object, its values as slices of v.
+func decodeMeta(v []byte, dst *map[string]json.RawMessage) error {
+	if string(v) == "null" {
+		return nil
+	}
+	m := make(map[string]json.RawMessage)
+	isObject, err := eachMember(v, func(name string, value []byte) error {
+		m[name] = value
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !isObject {
+		return errors.New("meta must be a JSON object")
+	}
+	*dst = m
+	return nil
+}
