@@ -43,6 +43,10 @@ type Session struct {
 	pending   int        // requests in flight, guarded by mu (admit)
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
+	// qualified names the session's tools and remembers the names given,
+	// so that a name means one tool for the session's life (guarded by
+	// rebuildMu).
+	qualified catalog.Names
 
 	// rounds tracks startup-round goroutines (and other session work, see
 	// track) so close can wait for them; prepared holds the rounds
@@ -182,6 +186,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		cwd:     p.Cwd,
 		names:   names,
 		servers: make(map[string]*serverConn, len(names)),
+
+		qualified: catalog.Names{MaxLen: env.maxNameBytes},
 	}
 	sess.ctx, sess.cancel = context.WithCancel(s.ctx)
 	published := false
@@ -990,7 +996,7 @@ func (sess *Session) rebuildCatalog() {
 		}
 		sc.mu.Unlock()
 	}
-	catalog.Qualify(all, sess.env.maxNameBytes)
+	sess.qualified.Qualify(all)
 	prev := sess.snapshot()
 	cat := sessionCatalog{
 		tools:   all,
