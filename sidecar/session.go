@@ -121,6 +121,9 @@ type serverConn struct {
 	// subscribed are the URIs the session subscribed to on this server
 	// (subscriptions.go); every new connection subscribes to them again.
 	subscribed map[string]bool
+	// updates are the server's resource updates waiting for the host
+	// (updates.go).
+	updates *updateQueue
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -215,6 +218,7 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			progress:   map[string]json.RawMessage{},
 			subscribed: map[string]bool{},
 		}
+		sc.updates = newUpdateQueue(sc)
 		sess.servers[name] = sc
 		switch {
 		case !cfg.Valid():
