@@ -11,6 +11,43 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
+// updatingSession opens a session on a fixture server whose update tool
+// sends notifications/resources/updated, subscribed to file:///u and
+// file:///v, and returns update, which sends count updates of uri.
+func updatingSession(t *testing.T, h *harness) (sid string, update func(uri string, count int)) {
+	t.Helper()
+	spec := fixture.Spec{Subscriptions: true, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)}}
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+	sid = h.open(map[string]any{"startup": "eager"}).SessionID
+	for _, uri := range []string{"file:///u", "file:///v"} {
+		if err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": sid, "server": "s", "uri": uri}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sid, func(uri string, count int) {
+		t.Helper()
+		if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": uri, "count": count}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// updatesOfU sends one update of file:///v, which the host gets after
+// every update of file:///u queued before it, waits for it, and returns
+// how many mcp/resourceUpdated of file:///u the host got.
+func updatesOfU(h *harness, sid string, update func(string, int)) int {
+	h.t.Helper()
+	update("file:///v", 1)
+	h.waitFor("update of v", resourceUpdated(sid, "file:///v"))
+	var got int
+	for _, n := range h.notifications() {
+		if resourceUpdated(sid, "file:///u")(n) {
+			got++
+		}
+	}
+	return got
+}
+
 // A server flooding notifications/resources/updated for one resource
 // while the host is being sent one gets it to the host once more, not once
 // per update; and the update that follows the flood still arrives
@@ -45,17 +82,8 @@ func TestResourceUpdatesMerged(t *testing.T) {
 			}
 		},
 	})
-	spec := fixture.Spec{Subscriptions: true, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
-	sid := h.open(map[string]any{"startup": "eager"}).SessionID
-	for _, uri := range []string{"file:///u", "file:///v"} {
-		if err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": sid, "server": "s", "uri": uri}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": "file:///u", "count": flood}}); err != nil {
-		t.Fatal(err)
-	}
+	sid, update := updatingSession(t, h)
+	update("file:///u", flood)
 	deadline := time.Now().Add(testTimeout)
 	stop := time.AfterFunc(testTimeout, func() {
 		mu.Lock()
@@ -74,18 +102,7 @@ func TestResourceUpdatesMerged(t *testing.T) {
 		t.Fatalf("%d of %d updates reached the update queue", n, flood)
 	}
 
-	// An update of another resource, after the flood, arrives after all of
-	// the flood's: it marks the end of them.
-	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": "file:///v"}}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitFor("update of v", resourceUpdated(sid, "file:///v"))
-	var got int
-	for _, n := range h.notifications() {
-		if resourceUpdated(sid, "file:///u")(n) {
-			got++
-		}
-	}
+	got := updatesOfU(h, sid, update)
 	// One was being sent when the flood came; the rest is one more (or
 	// the flood came before the first was taken from the queue).
 	if got < 1 || got > 2 {
@@ -100,26 +117,9 @@ func TestResourceUpdatesPaced(t *testing.T) {
 	const flood = 5000
 	clock := newFakeClock()
 	h := newHookedHarness(t, sidecar.Hooks{Now: clock.Now})
-	spec := fixture.Spec{Subscriptions: true, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
-	sid := h.open(map[string]any{"startup": "eager"}).SessionID
-	for _, uri := range []string{"file:///u", "file:///v"} {
-		if err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": sid, "server": "s", "uri": uri}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, call := range []map[string]any{{"uri": "file:///u", "count": flood}, {"uri": "file:///v"}} {
-		if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": call}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.waitFor("update of v", resourceUpdated(sid, "file:///v"))
-	var got int
-	for _, n := range h.notifications() {
-		if resourceUpdated(sid, "file:///u")(n) {
-			got++
-		}
-	}
+	sid, update := updatingSession(t, h)
+	update("file:///u", flood)
+	got := updatesOfU(h, sid, update)
 	// The burst (200), then one update per token the bucket lends ahead
 	// of the stopped clock, each a longer wait: a few dozen at most.
 	if got == 0 || got >= 1000 {
