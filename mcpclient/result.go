@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,16 +15,13 @@ var ErrMalformedResult = errors.New("malformed result")
 
 // checkResult refuses a result that is not a JSON object.
 func (c *Conn) checkResult(method string, raw json.RawMessage) error {
-	for _, b := range raw {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return nil
-		}
-		return fmt.Errorf("server %q answered %s with %s as its result, not an object: %w", c.name, method, jsonKind(b), ErrMalformedResult)
+	if isObject(raw) {
+		return nil
 	}
-	return fmt.Errorf("server %q answered %s with an empty result, not an object: %w", c.name, method, ErrMalformedResult)
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
+		return fmt.Errorf("server %q answered %s with an empty result, not an object: %w", c.name, method, ErrMalformedResult)
+	}
+	return fmt.Errorf("server %q answered %s with %s as its result, not an object: %w", c.name, method, jsonKind(raw[0]), ErrMalformedResult)
 }
 
 // jsonKind names the kind of JSON value that starts with b.

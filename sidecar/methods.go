@@ -266,8 +266,7 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if !ok {
-			return nil, catalog.Tool{}, protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
-				fmt.Sprintf("unknown tool %q in session %q", p.Name, sess.id)).WithServer("", p.Name)
+			return nil, catalog.Tool{}, sess.unknownName(ctx, p.Name)
 		}
 		return sess.bindDormant(ctx, ref.sc, ref.tool)
 	case p.Server != "" && p.Tool != "":
@@ -290,6 +289,29 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 	default:
 		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "tools/call needs name, or server and tool")
 	}
+}
+
+// unknownName explains a qualified name the catalog does not have. A name
+// the session gave to a tool that left the catalog is never given to
+// another (catalog.Names), so it is that tool's: its server's state says
+// why it is gone, or the tool was removed.
+func (sess *Session) unknownName(ctx context.Context, name string) error {
+	sess.rebuildMu.Lock()
+	server, tool, held := sess.qualified.Holder(name)
+	sess.rebuildMu.Unlock()
+	if !held {
+		return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
+			fmt.Sprintf("unknown tool %q in session %q", name, sess.id)).WithServer("", name)
+	}
+	sc, err := sess.server(server)
+	if err != nil {
+		return err
+	}
+	if err := sc.usable(ctx); err != nil {
+		return callerError(ctx, err)
+	}
+	return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
+		fmt.Sprintf("tool %q of server %q (named %q) is no longer in the catalog: the server removed it", tool, server, name)).WithServer(server, tool)
 }
 
 // bindDormant starts a dormant server before binding: its cached catalog
