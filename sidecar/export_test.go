@@ -25,6 +25,10 @@ type Hooks struct {
 	// of server in flight: for its initialize only (early is true: early
 	// resource discovery) or for readiness.
 	StartupWait func(session, server string, early bool)
+	// SharedListingWait is called when a startup begins to wait for
+	// another startup's tools/list of the same discovery scope (again, if
+	// it goes round after that listing became unusable).
+	SharedListingWait func(scopeKey string)
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
@@ -45,6 +49,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		backgroundRefresh:   h.BackgroundRefresh,
 		refreshJoined:       h.RefreshJoined,
 		startupWait:         h.StartupWait,
+		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
 

@@ -26,6 +26,9 @@ type testHooks struct {
 	// in flight: for its initialize only (early resource discovery) or for
 	// readiness.
 	startupWait func(session, server string, early bool)
+	// sharedListingWait is catalog.SharedListings.OnWait: a startup began
+	// to wait for another startup's listing of its discovery scope.
+	sharedListingWait func(scopeKey string)
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)

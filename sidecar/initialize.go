@@ -132,6 +132,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 	}
+	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
 	if l := p.Limits; l != nil {
 		if l.MaxToolNameBytes > 0 {
