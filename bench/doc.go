@@ -1,7 +1,8 @@
 // Package bench measures mcp-sidecar against its physical limit: every
-// measurement runs the sidecar path and its baseline (a direct go-sdk client
-// of the same server, or the host reading the same bytes from a replayer)
-// side by side in one run.
+// measurement runs the sidecar path and its baseline (for the call path the
+// floor relay of floorrelay/ and a direct go-sdk client; else a direct
+// client, or the host reading the same bytes from a replayer) side by side
+// in one run.
 //
 // The code lives in test files, so that it can re-execute the test binary as
 // MCP servers and as a sidecar process. Three entry points:

@@ -17,9 +17,11 @@ type SharedListings struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 
-	// onWait, when set (tests), is called when a caller starts waiting for
-	// another caller's listing.
-	onWait func(key string)
+	// OnWait, when set before the first List, is called whenever a caller
+	// begins to wait for another caller's listing of key (a caller that
+	// goes round after an unusable flight is called again). It is the seam
+	// for tests that must know startups joined a listing in flight.
+	OnWait func(key string)
 }
 
 // NewSharedListings returns an empty SharedListings.
@@ -75,7 +77,7 @@ func (s *SharedListings) List(ctx context.Context, key string, list func(ctx con
 			tools, err := s.lead(ctx, key, f, list)
 			return tools, false, err
 		}
-		onWait := s.onWait
+		onWait := s.OnWait
 		s.mu.Unlock()
 
 		if onWait != nil {

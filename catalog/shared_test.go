@@ -27,7 +27,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// waitCounter counts SharedListings.onWait calls and lets a test block
+// waitCounter counts SharedListings.OnWait calls and lets a test block
 // until a number of callers are waiting.
 type waitCounter struct {
 	mu      sync.Mutex
@@ -37,7 +37,7 @@ type waitCounter struct {
 
 func newWaitCounter(s *SharedListings) *waitCounter {
 	w := &waitCounter{changed: make(chan struct{})}
-	s.onWait = func(string) {
+	s.OnWait = func(string) {
 		w.mu.Lock()
 		w.n++
 		close(w.changed)

@@ -25,9 +25,20 @@ type Hooks struct {
 	// of server in flight: for its initialize only (early is true: early
 	// resource discovery) or for readiness.
 	StartupWait func(session, server string, early bool)
+	// SharedListingWait is called when a startup begins to wait for
+	// another startup's tools/list of the same discovery scope (again, if
+	// it goes round after that listing became unusable).
+	SharedListingWait func(scopeKey string)
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// ResourceUpdateQueued is called when a server's resource update was
+	// queued for the host or merged into one waiting.
+	ResourceUpdateQueued func(session, server, uri string)
+	// ResourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (release it before the session
+	// closes: close waits for it).
+	ResourceUpdateSending func(session, server, uri string)
 }
 
 // WithHooks returns opts with h installed.
@@ -38,8 +49,12 @@ func WithHooks(opts Options, h Hooks) Options {
 		backgroundRefresh:   h.BackgroundRefresh,
 		refreshJoined:       h.RefreshJoined,
 		startupWait:         h.StartupWait,
+		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
+
+		resourceUpdateQueued:  h.ResourceUpdateQueued,
+		resourceUpdateSending: h.ResourceUpdateSending,
 	}
 	return opts
 }

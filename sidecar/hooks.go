@@ -26,9 +26,19 @@ type testHooks struct {
 	// in flight: for its initialize only (early resource discovery) or for
 	// readiness.
 	startupWait func(session, server string, early bool)
+	// sharedListingWait is catalog.SharedListings.OnWait: a startup began
+	// to wait for another startup's listing of its discovery scope.
+	sharedListingWait func(scopeKey string)
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// resourceUpdateQueued is called when a resource update of a server
+	// was queued for the host (or merged into one waiting); blocking holds
+	// back the server's notifications.
+	resourceUpdateQueued func(session, server, uri string)
+	// resourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (session close waits for it).
+	resourceUpdateSending func(session, server, uri string)
 }
 
 // hook returns the server's test hooks (the zero value in production).

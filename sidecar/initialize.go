@@ -132,6 +132,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 	}
+	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
 	if l := p.Limits; l != nil {
 		if l.MaxToolNameBytes > 0 {
@@ -150,7 +151,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 			env.maxServerRequests = l.MaxServerRequests
 		}
 		if l.RefreshCooldownMs > 0 {
-			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
+			env.cooldown = millis(l.RefreshCooldownMs)
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)

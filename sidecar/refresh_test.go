@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -201,5 +202,50 @@ func TestFailedRefreshAnswersAllWaitersOnce(t *testing.T) {
 	list := h.toolsList(sid)
 	if got := toolNames(list); !slices.Equal(got, []string{"a", "b"}) || list.Servers[0].Stale {
 		t.Errorf("after the cooldown: tools %v stale %v, want a and b, current", got, list.Servers[0].Stale)
+	}
+}
+
+// TestOnDemandRefreshWithBackgroundHeldBack: with the background refresher
+// held back, the request itself refreshes a catalog a notification made
+// stale: tools/list lists the new tool, and tools/call binds it by
+// qualified name and by server and tool, each after exactly one listing.
+func TestOnDemandRefreshWithBackgroundHeldBack(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(h *refreshHarness, sid string) error
+	}{
+		{"tools/list", func(h *refreshHarness, sid string) error {
+			list := h.toolsList(sid)
+			if got := toolNames(list); !slices.Equal(got, []string{"a", "b"}) || list.Servers[0].Stale {
+				return fmt.Errorf("tools %v stale %v, want a and b, current", got, list.Servers[0].Stale)
+			}
+			return nil
+		}},
+		{"tools/call by qualified name", func(h *refreshHarness, sid string) error {
+			_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__b"})
+			return err
+		}},
+		{"tools/call by server and tool", func(h *refreshHarness, sid string) error {
+			_, err := h.callTool(map[string]any{"sessionId": sid, "server": "s", "tool": "b"})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := newCtlServer(t, []string{"a"}, func(context.Context, string, int) error { return nil })
+			h := newRefreshHarness(t)
+			h.initialize(map[string]*config.ServerConfig{"s": {URL: cs.url}}, listChangedOn)
+			sid := h.open(map[string]any{"startup": "eager"}).SessionID
+			h.waitComplete(sid, 0)
+			cs.addTool("b")
+			h.notified.wait(t, 1, "the list_changed notification")
+			if err := tt.do(h, sid); err != nil {
+				t.Fatalf("%s after the notification, the background refresher held back: %v", tt.name, err)
+			}
+			if n := cs.count("tools/list"); n != 2 {
+				t.Errorf("%d tools/list, want 2 (startup, and the request's own refresh)", n)
+			}
+			waitToolsChanged(h.harness, sid, "s", protocol.ReasonListChanged)
+		})
 	}
 }

@@ -24,12 +24,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // TestCrashAnswersEveryInFlightCallAtOnce parks two calls in a server, then
@@ -97,13 +99,20 @@ func TestCrashAnswersEveryInFlightCallAtOnce(t *testing.T) {
 	}
 }
 
+// newClockHarness is a harness whose sidecar runs restart backoff (and
+// the other timed policies) on a clock the test moves.
+func newClockHarness(t *testing.T) (*harness, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	return newHookedHarness(t, sidecar.Hooks{Now: clock.Now}), clock
+}
+
 // TestRestartBackoffDoubles checks the restart policy: the next use within
 // the backoff is refused (-32011, retryable, saying when), the use after it
 // restarts the server, and a second crash doubles the wait.
 func TestRestartBackoffDoubles(t *testing.T) {
-	t.Parallel()
 	pidFile := tempFile(t, "pid")
-	h := newHarness(t)
+	h, clock := newClockHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"c": fixture.Config("c", fixture.Spec{
 		PIDFile: pidFile, Tools: []fixture.ToolSpec{tool("crash", "crash"), tool("echo", "echo")},
 	})}, nil)
@@ -113,12 +122,14 @@ func TestRestartBackoffDoubles(t *testing.T) {
 
 	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__crash"})
 	h.wantCode(err, protocol.CodeConnectionLost)
-	wait := refusedFor(t, h, sid)
-	if wait <= 0 || wait > time.Second {
-		t.Fatalf("first backoff %v, want at most 1 s", wait)
+	if wait := refusedFor(t, h, sid); wait != time.Second {
+		t.Fatalf("first backoff %v, want 1 s", wait)
 	}
-	// The backoff is the behaviour under test: wait it out.
-	time.Sleep(wait + 50*time.Millisecond)
+	clock.Advance(900 * time.Millisecond)
+	if wait := refusedFor(t, h, sid); wait != 100*time.Millisecond {
+		t.Fatalf("backoff left after 0.9 s: %v, want 0.1 s", wait)
+	}
+	clock.Advance(100 * time.Millisecond)
 	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__echo"}); err != nil {
 		t.Fatalf("call after the backoff: %v", err)
 	}
@@ -131,19 +142,20 @@ func TestRestartBackoffDoubles(t *testing.T) {
 
 	_, err = h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__crash"})
 	h.wantCode(err, protocol.CodeConnectionLost)
-	if wait := refusedFor(t, h, sid); wait <= time.Second || wait > 2*time.Second {
+	if wait := refusedFor(t, h, sid); wait != 2*time.Second {
 		t.Errorf("second backoff %v, want doubled to 2 s", wait)
 	}
 }
 
-// callAfterBackoff calls c's echo tool, waiting out the backoffs the
-// refusals announce.
-func callAfterBackoff(t *testing.T, h *harness, sid string) {
+// callAfterBackoff calls c's echo tool, moving the clock past the backoff
+// the refusal announces, and returns that backoff.
+func callAfterBackoff(t *testing.T, h *harness, clock *fakeClock, sid string) time.Duration {
 	t.Helper()
-	for range 3 {
+	var waited time.Duration
+	for range 2 {
 		_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__echo"})
 		if err == nil {
-			return
+			return waited
 		}
 		je, _ := h.wantCode(err, protocol.CodeServerNotReady)
 		m := restartingIn.FindStringSubmatch(je.Message)
@@ -151,9 +163,12 @@ func callAfterBackoff(t *testing.T, h *harness, sid string) {
 			t.Fatalf("refusal %q does not say when the server restarts", je.Message)
 		}
 		s, _ := strconv.ParseFloat(m[1], 64)
-		time.Sleep(time.Duration(s*float64(time.Second)) + 10*time.Millisecond)
+		wait := time.Duration(s * float64(time.Second))
+		clock.Advance(wait)
+		waited += wait
 	}
-	t.Fatal("server not restarted after the announced backoffs")
+	t.Fatal("server not restarted after the announced backoff")
+	return 0
 }
 
 var restartingIn = regexp.MustCompile(`restarting in ([0-9.]+) s`)
@@ -175,26 +190,29 @@ func refusedFor(t *testing.T, h *harness, sid string) time.Duration {
 // TestCrashLoopIsReportedFailed: a server that keeps crashing is reported
 // failed and not restarted again until servers/reconnect.
 func TestCrashLoopIsReportedFailed(t *testing.T) {
-	// The real backoffs (1 + 2 + 4 + 8 s) are waited out: in parallel
-	// with the rest of the package.
-	t.Parallel()
 	initFile := tempFile(t, "inits")
-	h := newHarness(t)
+	h, clock := newClockHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"c": fixture.Config("c", fixture.Spec{
 		InitCountFile: initFile, Tools: []fixture.ToolSpec{tool("crash", "crash"), tool("echo", "echo")},
 	})}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	h.waitComplete(sid, 0)
 	const limit = 5
+	var backoffs []time.Duration
 	for i := 0; i < limit; i++ {
 		if i > 0 {
 			// Each crash is followed by a use that restarts the server,
 			// once its backoff has passed.
-			callAfterBackoff(t, h, sid)
+			backoffs = append(backoffs, callAfterBackoff(t, h, clock, sid))
 		}
 		_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__crash"})
 		h.wantCode(err, protocol.CodeConnectionLost)
 	}
+	if diff := cmp.Diff([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, backoffs); diff != "" {
+		t.Errorf("backoffs (-want +got):\n%s", diff)
+	}
+	// Failed: no backoff to wait out any more.
+	clock.Advance(time.Hour)
 	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__echo"})
 	je, _ := h.wantCode(err, protocol.CodeServerNotReady)
 	if !strings.Contains(je.Message, "crash") {

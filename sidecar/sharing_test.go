@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // Tests of one tools/list per discovery scope and of the on-disk catalog
@@ -51,56 +51,23 @@ func waitFileLines(t *testing.T, path string, n int) []string {
 	}
 }
 
-// sharedListFrame is the function in which overlapping startups of one
-// scope meet (catalog.SharedListings.List): its leader waits there for the
-// server, its waiters for the leader.
-const sharedListFrame = "catalog.(*SharedListings).List("
-
-// parkedInSharedListing counts this process's goroutines that are blocked
-// (select or channel receive) inside a shared listing. A waiter that found
-// a flight unusable and is about to go round is runnable, not parked, so a
-// count of n parked goroutines means n startups settled on live flights.
-func parkedInSharedListing() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(g, "\n")
-		parked := strings.Contains(header, "[select") || strings.Contains(header, "[chan receive")
-		if parked && strings.Contains(g, sharedListFrame) {
-			count++
-		}
-	}
-	return count
+// newSharingHarness is a harness that reports each time a startup begins
+// to wait for another startup's shared listing (catalog.SharedListings'
+// OnWait): a startup counted there joined a listing in flight.
+func newSharingHarness(t *testing.T) (*harness, signals) {
+	t.Helper()
+	joins := newSignals()
+	return newHookedHarness(t, sidecar.Hooks{SharedListingWait: func(string) { joins.fire() }}), joins
 }
 
-// waitParked waits until n startups of this test are parked in shared
-// listings, counting from base (parkedInSharedListing before the test
-// started any). If countFile is given, more than maxLists listings in it
-// fail the test at once: startups that should share are listing on their
-// own.
-func waitParked(t *testing.T, base, n int, countFile string, maxLists int) {
+// waitJoined waits for n more startups to join shared listings, then
+// checks that countFile holds at most maxLists listings: startups that
+// should share are not listing on their own.
+func waitJoined(t *testing.T, joins signals, n int, countFile string, maxLists int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		got := parkedInSharedListing() - base
-		if got == n {
-			return
-		}
-		if lines := fixture.ReadLines(countFile); countFile != "" && len(lines) > maxLists {
-			t.Fatalf("waiting for %d startups to share a listing: %d tools/list sent, want at most %d: %q", n, len(lines), maxLists, lines)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d startups parked in %s; have %d", n, sharedListFrame, got)
-		}
-		time.Sleep(5 * time.Millisecond)
+	joins.wait(t, n, "startups joining the shared listing")
+	if lines := fixture.ReadLines(countFile); len(lines) > maxLists {
+		t.Fatalf("%d tools/list sent, want at most %d: %q", len(lines), maxLists, lines)
 	}
 }
 
@@ -193,8 +160,7 @@ var gatedTools = []string{"echo", "second"}
 func TestSharedListingOneScopeOneListing(t *testing.T) {
 	dir := t.TempDir()
 	spec := gatedSpec(dir)
-	base := parkedInSharedListing()
-	h := newHarness(t)
+	h, joins := newSharingHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
 
 	// The same scope, written differently: a scope is compared as JSON.
@@ -209,7 +175,7 @@ func TestSharedListingOneScopeOneListing(t *testing.T) {
 	}
 	openAll(t, h, params)
 	inits := waitFileLines(t, spec.InitCountFile, n)
-	waitParked(t, base, n, spec.CountFile, 1)
+	waitJoined(t, joins, n-1, spec.CountFile, 1) // one leads, the others wait for it
 	openGate(t, spec.BlockListUntilFile)
 
 	for i := range n {
@@ -299,8 +265,7 @@ func TestSharedListingEightScopes(t *testing.T) {
 func TestSharedListingLeaderSessionClosed(t *testing.T) {
 	dir := t.TempDir()
 	spec := gatedSpec(dir)
-	base := parkedInSharedListing()
-	h := newHarness(t)
+	h, joins := newSharingHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
 
 	h.open(map[string]any{"sessionId": "leader", "startup": "eager"})
@@ -312,7 +277,7 @@ func TestSharedListingLeaderSessionClosed(t *testing.T) {
 	}
 	openAll(t, h, params)
 	waitFileLines(t, spec.InitCountFile, 1+len(waiters))
-	waitParked(t, base, 1+len(waiters), spec.CountFile, 1)
+	waitJoined(t, joins, len(waiters), spec.CountFile, 1)
 
 	if err := h.call(protocol.MethodSessionClose, map[string]any{"sessionId": "leader"}, nil); err != nil {
 		t.Fatal(err)
@@ -325,7 +290,8 @@ func TestSharedListingLeaderSessionClosed(t *testing.T) {
 	if linePIDs(t, second)[1] == linePIDs(t, first)[0] {
 		t.Errorf("the relisting %q came from the closed leader's process", second[1])
 	}
-	waitParked(t, base, len(waiters), spec.CountFile, 2)
+	// One waiter leads the relisting, the others join it.
+	waitJoined(t, joins, len(waiters)-1, spec.CountFile, 2)
 	openGate(t, spec.BlockListUntilFile)
 	for _, id := range waiters {
 		wantReady(t, h, id, "s", gatedTools)
@@ -340,8 +306,7 @@ func TestSharedListingLeaderSessionClosed(t *testing.T) {
 func TestSharedListingFailureWaitersRecover(t *testing.T) {
 	dir := t.TempDir()
 	spec := gatedSpec(dir)
-	base := parkedInSharedListing()
-	h := newHarness(t)
+	h, joins := newSharingHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
 
 	h.open(map[string]any{"sessionId": "leader", "startup": "eager"})
@@ -353,7 +318,7 @@ func TestSharedListingFailureWaitersRecover(t *testing.T) {
 	}
 	openAll(t, h, params)
 	waitFileLines(t, spec.InitCountFile, 1+len(waiters))
-	waitParked(t, base, 1+len(waiters), spec.CountFile, 1)
+	waitJoined(t, joins, len(waiters), spec.CountFile, 1)
 
 	var leaderPID int
 	if _, err := fmtSscan(linePIDs(t, first)[0], &leaderPID); err != nil {
@@ -370,7 +335,8 @@ func TestSharedListingFailureWaitersRecover(t *testing.T) {
 	if linePIDs(t, second)[1] == linePIDs(t, first)[0] {
 		t.Errorf("the relisting %q came from the dead process", second[1])
 	}
-	waitParked(t, base, len(waiters), spec.CountFile, 2)
+	// One waiter leads the relisting, the others join it.
+	waitJoined(t, joins, len(waiters)-1, spec.CountFile, 2)
 	openGate(t, spec.BlockListUntilFile)
 	for _, id := range waiters {
 		wantReady(t, h, id, "s", gatedTools)
@@ -385,32 +351,33 @@ func TestSharedListingFailureWaitersRecover(t *testing.T) {
 //
 // Sessions of one sidecar share a server's config, so a waiter never starts
 // before its leader: B waits for A's listing, A times out, B lists on its
-// own and must give up at its own deadline, counted from its own start.
-// C, in another scope, starts after B with the same timeout and waits for
-// nothing: B must fail before C. Were B's wait not counted, B would fail a
-// whole timeout after A, which is after C.
+// own and must give up at its own deadline, counted from its own start
+// (about T after A's). The reference is C, another server that hangs the
+// same way with a longer timeout (1.5 T), opened once B joined A's listing:
+// B must fail before C, by at least T/2. Were B's wait not counted, B would
+// fail a whole timeout after A, about 2 T after A's start, and C (about
+// 1.5 T after it) first.
 func TestSharedListingWaitCountsAgainstOwnTimeout(t *testing.T) {
+	const timeout = 2.0
 	dir := t.TempDir()
 	spec := gatedSpec(dir) // the gate never opens
 	cfg := fixture.Config("s", spec)
-	cfg.StartupTimeoutSec = seconds(2)
-	base := parkedInSharedListing()
-	h := newHarness(t)
-	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	cfg.StartupTimeoutSec = seconds(timeout)
+	ref := fixture.Config("ref", gatedSpec(t.TempDir()))
+	ref.StartupTimeoutSec = seconds(1.5 * timeout)
+	h, joins := newSharingHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": cfg, "ref": ref}, nil)
 
-	h.open(map[string]any{"sessionId": "A", "startup": "eager"})
+	h.open(map[string]any{"sessionId": "A", "startup": "eager", "servers": []string{"s"}})
 	waitFileLines(t, spec.CountFile, 1)
-	h.open(map[string]any{"sessionId": "B", "startup": "eager"})
-	waitParked(t, base, 2, spec.CountFile, 1)
-	// The behaviour under test is a timeout: give B a head start over C
-	// that timer jitter cannot eat.
-	time.Sleep(500 * time.Millisecond)
-	h.open(map[string]any{"sessionId": "C", "startup": "eager", "scope": map[string]any{"other": true}})
+	h.open(map[string]any{"sessionId": "B", "startup": "eager", "servers": []string{"s"}})
+	waitJoined(t, joins, 1, spec.CountFile, 1)
+	h.open(map[string]any{"sessionId": "C", "startup": "eager", "servers": []string{"ref"}})
 
-	for _, id := range []string{"A", "B", "C"} {
+	for id, server := range map[string]string{"A": "s", "B": "s", "C": "ref"} {
 		sum := h.waitComplete(id, 0)
-		if len(sum.Failed) != 1 || !strings.Contains(sum.Failed[0].Error, "startup_timeout_sec") || !strings.Contains(sum.Failed[0].Error, `"s"`) {
-			t.Errorf("session %s round 0 = %+v: want s failed naming the server and startup_timeout_sec", id, sum)
+		if len(sum.Failed) != 1 || !strings.Contains(sum.Failed[0].Error, "startup_timeout_sec") || !strings.Contains(sum.Failed[0].Error, fmt.Sprintf("%q", server)) {
+			t.Errorf("session %s round 0 = %+v: want %s failed naming the server and startup_timeout_sec", id, sum, server)
 		}
 	}
 	failedAt := map[string]int{}
@@ -421,7 +388,7 @@ func TestSharedListingWaitCountsAgainstOwnTimeout(t *testing.T) {
 		}
 	}
 	if failedAt["B"] > failedAt["C"] {
-		t.Errorf("B (started first, waited for A's listing) failed after C (started later, waited for nothing): the wait was not counted against B's startup_timeout_sec")
+		t.Errorf("B (waited for A's listing, timeout T) failed after C (opened later, timeout 1.5 T): the wait was not counted against B's startup_timeout_sec")
 	}
 	_, err := h.callTool(map[string]any{"sessionId": "B", "server": "s", "tool": "echo"})
 	je, data := h.wantCode(err, protocol.CodeStartupTimeout)
@@ -803,15 +770,14 @@ func TestDiskCacheUnusableFileReportedOnceAcrossSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base := parkedInSharedListing()
-	h := newHarness(t)
+	h, joins := newSharingHarness(t)
 	h.initialize(servers, map[string]any{"cacheDir": cacheDir, "features": map[string]bool{"mcp_lazy_stdio_startup": true}})
 	for _, id := range []string{"a", "b", "c"} {
 		if open := h.open(map[string]any{"sessionId": id}); open.Servers[0].State != protocol.StateStarting {
 			t.Errorf("session %s over a damaged cache file: %+v, want s starting", id, open.Servers)
 		}
 	}
-	waitParked(t, base, 3, "", 0)
+	joins.wait(t, 2, "two startups joining the first one's listing")
 	openGate(t, spec.BlockListUntilFile)
 	for _, id := range []string{"a", "b", "c"} {
 		wantReady(t, h, id, "s", gatedTools)

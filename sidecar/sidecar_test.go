@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -398,7 +399,7 @@ func TestToolErrorsReachTheHostAsTheContractSays(t *testing.T) {
 }
 
 func TestCrashFailsInFlightCallAndRestarts(t *testing.T) {
-	h := newHarness(t)
+	h, clock := newClockHarness(t)
 	h.initialize(map[string]*config.ServerConfig{"c": fixture.Config("c", fixture.Spec{Tools: []fixture.ToolSpec{tool("crash", "crash"), tool("echo", "echo")}})}, nil)
 	open := h.open(map[string]any{"startup": "eager"})
 	_, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__crash"})
@@ -413,18 +414,13 @@ func TestCrashFailsInFlightCallAndRestarts(t *testing.T) {
 	if st.Servers[0].State != protocol.StateDisconnected || st.Servers[0].LastError == "" {
 		t.Errorf("status %+v: want disconnected with lastError", st.Servers[0])
 	}
-	// The next use restarts it, after the backoff (1 s).
-	deadline := time.Now().Add(testTimeout)
-	for {
-		_, err = h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"})
-		if err == nil {
-			break
-		}
-		je, _ := h.rpcError(err)
-		if je.Code != protocol.CodeServerNotReady || time.Now().After(deadline) {
-			t.Fatalf("call after crash: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// The next use restarts it, after the backoff (1 s of the test's
+	// clock).
+	_, err = h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"})
+	h.wantCode(err, protocol.CodeServerNotReady)
+	clock.Advance(time.Second)
+	if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__c__echo"}); err != nil {
+		t.Fatalf("call after the backoff: %v", err)
 	}
 	if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
 		t.Fatal(err)
@@ -745,4 +741,46 @@ func minimalInstance(t *testing.T, m *schema.Model, s json.RawMessage) any {
 		return false
 	}
 	return nil
+}
+
+// TestSeedFeaturesOffByDefault: the three behaviours a host opts in to
+// (mcp_tool_list_changed, apps_early_resource_discovery,
+// mcp_lazy_stdio_startup) are off unless initialize.features turns them
+// on; only mcp_share_startup_listing is on by default. A cached stdio
+// server starts eagerly (lazy startup is off) in every case.
+func TestSeedFeaturesOffByDefault(t *testing.T) {
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	servers := map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}})}
+	primeCache(t, cacheDir, servers, nil)
+	cacheEntryFile(t, cacheDir) // without it the lazy check proves nothing
+	tests := []struct {
+		name  string
+		extra map[string]any
+		want  string // the cached server's state at session/open
+	}{
+		{"no features", map[string]any{"cacheDir": cacheDir}, protocol.StateStarting},
+		{"empty features", map[string]any{"cacheDir": cacheDir, "features": map[string]bool{}}, protocol.StateStarting},
+		{"only an unknown feature", map[string]any{"cacheDir": cacheDir, "features": map[string]bool{"something_else": true}}, protocol.StateStarting},
+		// The control: the same cache with lazy startup on.
+		{"lazy startup on", map[string]any{"cacheDir": cacheDir, "features": lazyFeature}, protocol.StateDormant},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			res := h.initialize(servers, tt.extra)
+			asked, _ := tt.extra["features"].(map[string]bool)
+			for _, f := range []string{"mcp_tool_list_changed", "apps_early_resource_discovery", "mcp_lazy_stdio_startup"} {
+				if on := slices.Contains(res.Capabilities.Features, f); on != asked[f] {
+					t.Errorf("feature %s on = %v, want %v (asked for: %v): features %q", f, on, asked[f], asked, res.Capabilities.Features)
+				}
+			}
+			if !slices.Contains(res.Capabilities.Features, "mcp_share_startup_listing") {
+				t.Errorf("mcp_share_startup_listing is off by default: features %q", res.Capabilities.Features)
+			}
+			open := h.open(nil)
+			if st := open.Servers[0].State; st != tt.want {
+				t.Errorf("a cached stdio server is %s at session/open, want %s", st, tt.want)
+			}
+		})
+	}
 }
