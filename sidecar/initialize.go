@@ -152,7 +152,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 			env.maxServerRequests = l.MaxServerRequests
 		}
 		if l.RefreshCooldownMs > 0 {
-			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
+			env.cooldown = millis(l.RefreshCooldownMs)
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)
