@@ -99,6 +99,9 @@ func (c *Conn) callToolRaw(ctx context.Context, name string, args json.RawMessag
 // rawResult turns a response into CallTool's result.
 func (c *Conn) rawResult(r rawReply) (json.RawMessage, error) {
 	if r.errv == nil {
+		if err := c.checkResult("tools/call", r.result); err != nil {
+			return nil, err
+		}
 		return r.result, nil
 	}
 	var e struct {

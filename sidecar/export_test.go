@@ -32,6 +32,13 @@ type Hooks struct {
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// ResourceUpdateQueued is called when a server's resource update was
+	// queued for the host or merged into one waiting.
+	ResourceUpdateQueued func(session, server, uri string)
+	// ResourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (release it before the session
+	// closes: close waits for it).
+	ResourceUpdateSending func(session, server, uri string)
 }
 
 // WithHooks returns opts with h installed.
@@ -45,6 +52,9 @@ func WithHooks(opts Options, h Hooks) Options {
 		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
+
+		resourceUpdateQueued:  h.ResourceUpdateQueued,
+		resourceUpdateSending: h.ResourceUpdateSending,
 	}
 	return opts
 }

@@ -32,6 +32,13 @@ type testHooks struct {
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// resourceUpdateQueued is called when a resource update of a server
+	// was queued for the host (or merged into one waiting); blocking holds
+	// back the server's notifications.
+	resourceUpdateQueued func(session, server, uri string)
+	// resourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (session close waits for it).
+	resourceUpdateSending func(session, server, uri string)
 }
 
 // hook returns the server's test hooks (the zero value in production).

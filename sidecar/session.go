@@ -43,6 +43,10 @@ type Session struct {
 	pending   int        // requests in flight, guarded by mu (admit)
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
+	// qualified names the session's tools and remembers the names given,
+	// so that a name means one tool for the session's life (guarded by
+	// rebuildMu).
+	qualified catalog.Names
 
 	// rounds tracks startup-round goroutines (and other session work, see
 	// track) so close can wait for them; prepared holds the rounds
@@ -128,6 +132,9 @@ type serverConn struct {
 	// subscribed are the URIs the session subscribed to on this server
 	// (subscriptions.go); every new connection subscribes to them again.
 	subscribed map[string]bool
+	// updates are the server's resource updates waiting for the host
+	// (updates.go).
+	updates *updateQueue
 	// nextRestart is the earliest time a crashed server may be restarted.
 	nextRestart time.Time
 	backoff     time.Duration
@@ -198,6 +205,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		cwd:     p.Cwd,
 		names:   names,
 		servers: make(map[string]*serverConn, len(names)),
+
+		qualified: catalog.Names{MaxLen: env.maxNameBytes},
 	}
 	sess.ctx, sess.cancel = context.WithCancel(s.ctx)
 	published := false
@@ -225,6 +234,7 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			progress:   map[string]json.RawMessage{},
 			subscribed: map[string]bool{},
 		}
+		sc.updates = newUpdateQueue(sc)
 		sess.servers[name] = sc
 		switch {
 		case !cfg.Valid():
@@ -1087,7 +1097,7 @@ func (sess *Session) rebuildCatalog() {
 		}
 		sc.mu.Unlock()
 	}
-	catalog.Qualify(all, sess.env.maxNameBytes)
+	sess.qualified.Qualify(all)
 	prev := sess.snapshot()
 	cat := sessionCatalog{
 		tools:   all,

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
@@ -267,7 +266,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 	}
 	gone := true
 	for _, pid := range pids {
-		if syscall.Kill(pid, 0) == nil {
+		if processExists(pid) {
 			gone = false
 		}
 	}
