@@ -31,7 +31,7 @@ export interface LauncherParams {
 
 /** Bounds the host may tune; 0 or absent means the default. */
 export interface Limits {
-  /** Accepted and ignored in this protocol version: the frame limit is the -max-frame-bytes flag. */
+  /** Accepted and ignored in this protocol version: the frame limit is the --max-frame-bytes flag. */
   maxFrameBytes?: number;
   /** Longest qualified tool name (default 64, at least 16). */
   maxToolNameBytes?: number;
