@@ -1021,6 +1021,9 @@ func waitStarting(ctx context.Context, scs []*serverConn) error {
 		if !starting || a == nil {
 			continue
 		}
+		if f := sc.sess.srv.hook().startupWait; f != nil {
+			f(sc.sess.id, sc.name, false)
+		}
 		select {
 		case <-a.done:
 		case <-ctx.Done():
