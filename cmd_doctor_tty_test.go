@@ -76,33 +76,6 @@ func TestCmdDoctorTerminal(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds the real mcp-sidecar binary once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-sidecar-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "mcp-sidecar")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building the binary: %v", buildErr)
-	}
-	return binPath
-}
-
 // screenReader collects what a pseudo-terminal shows and lets a test wait
 // for some text on it.
 type screenReader struct {

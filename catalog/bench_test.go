@@ -74,3 +74,22 @@ func BenchmarkQualify(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNamesRequalify: a session's rebuild after one server changed,
+// every other tool named before (the common case of a rebuild).
+func BenchmarkNamesRequalify(b *testing.B) {
+	for _, n := range benchSizes {
+		tools := make([]Tool, n)
+		for i := range tools {
+			tools[i] = Tool{Server: fmt.Sprintf("srv%d", i%7), Name: fmt.Sprintf("tool_%d", i)}
+		}
+		var names Names
+		names.Qualify(tools)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				names.Qualify(tools)
+			}
+		})
+	}
+}

@@ -126,7 +126,7 @@ type PageLimits struct {
 	MaxCursorBytes int // default 64 KiB
 }
 
-// DefaultPageLimits are the limits of the contract (DESIGN 4.2).
+// DefaultPageLimits are the limits of the contract (docs/protocol.md, "Limits").
 func DefaultPageLimits() PageLimits {
 	return PageLimits{MaxPages: 100, MaxItems: 4096, MaxCursorBytes: 64 << 10}
 }

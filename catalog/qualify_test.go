@@ -88,11 +88,20 @@ func TestQualify(t *testing.T) {
 			},
 		},
 		{
-			name: "server and tool boundary collision",
+			name: "server and tool boundary: a server with __ is always hashed",
 			ids:  []id{{"a__b", "c"}, {"a", "b__c"}},
 			want: map[id]string{
 				{"a__b", "c"}: "mcp__a__b__c_" + h12("a__b", "c"),
-				{"a", "b__c"}: "mcp__a__b__c_" + h12("a", "b__c"),
+				{"a", "b__c"}: "mcp__a__b__c",
+			},
+		},
+		{
+			name: "a server ending in _ is always hashed",
+			ids:  []id{{"a_", "b"}, {"a", "_b"}, {"x_", "y"}},
+			want: map[id]string{
+				{"a_", "b"}: "mcp__a___b_" + h12("a_", "b"),
+				{"a", "_b"}: "mcp__a___b",
+				{"x_", "y"}: "mcp__x___y_" + h12("x_", "y"),
 			},
 		},
 		{

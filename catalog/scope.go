@@ -19,8 +19,9 @@ import (
 // fingerprint must change it, so old keys can never match new ones.
 const scopeVersion = "mcp-sidecar/discovery-scope/v1"
 
-// ScopeKey is the discovery scope of a server in a session (DESIGN 4.2): a
-// hex SHA-256 over the server name, a fingerprint of its effective
+// ScopeKey is the discovery scope of a server in a session
+// (docs/protocol.md, "Sessions, startup and the discovery scope"): a hex
+// SHA-256 over the server name, a fingerprint of its effective
 // configuration, the session's scope and, for a stdio server without cwd,
 // the session's fallback cwd.
 //

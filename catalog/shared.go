@@ -8,7 +8,7 @@ import (
 )
 
 // SharedListings shares one in-flight tools/list among overlapping startups
-// of one discovery scope (DESIGN 4.2). The zero value is ready to use.
+// of one discovery scope (docs/protocol.md, "Sessions, startup and the discovery scope"). The zero value is ready to use.
 //
 // Only a listing in flight is shared: the entry of a key is removed when its
 // listing ends, so a caller that arrives later lists again. Nothing is

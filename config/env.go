@@ -26,7 +26,7 @@ func MapLookup(m map[string]string) Lookup {
 // AllowedEnv returns the names of the sidecar's environment variables that
 // every stdio child inherits (a fresh slice on every call).
 func AllowedEnv() []string {
-	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+	return append([]string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}, platformEnv...)
 }
 
 // ChildEnv is the environment of a stdio child: the allowlist (AllowedEnv)

@@ -109,6 +109,8 @@ type Options struct {
 	// SIGKILL. Defaults 2 s each.
 	CloseGrace time.Duration
 	TermGrace  time.Duration
+
+	clock func() time.Time // the skipped-line log's rate; nil: time.Now (tests)
 }
 
 // Handlers receive what the server sends on its own. All are optional.
@@ -128,6 +130,10 @@ type Handlers struct {
 	// ServerRequestRefused is told that a server request was refused
 	// because MaxServerRequests were waiting already.
 	ServerRequestRefused func(method string, limit int)
+	// HostAnswerRefused is told that a handler's answer to a server
+	// request (Elicit, ListRoots, Sample) did not have MCP's shape, and
+	// why; the server got a JSON-RPC error instead.
+	HostAnswerRefused func(method string, why error)
 	// ElicitationComplete sees notifications/elicitation/complete.
 	ElicitationComplete func(elicitationID string)
 	// ResourceUpdated sees notifications/resources/updated.
@@ -605,6 +611,16 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
+// SkippedLines reports how many non-JSON lines the server wrote on its
+// stdout (skipped, never a reason to end the connection) and the first of
+// them, cut to 200 bytes; 0 and "" for http.
+func (c *Conn) SkippedLines() (count int, first string) {
+	if c.proc == nil {
+		return 0, ""
+	}
+	return c.proc.stdout.skippedLines()
+}
+
 // StderrTail is the last StderrBytes of the server's stderr ("" for http).
 func (c *Conn) StderrTail() string {
 	if c.proc == nil {
@@ -769,7 +785,11 @@ func (c *Conn) call(ctx context.Context, method string, send func(context.Contex
 		return nil, &ServerError{Server: c.name, Method: method, Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	case got && (err == nil || ctx.Err() == nil):
 		// The server answered. A go-sdk error here is its failure to decode
-		// the result into its own types, which does not concern a relay.
+		// the result into its own types, which does not concern a relay,
+		// unless the result is not even an object.
+		if err := c.checkResult(method, raw); err != nil {
+			return nil, err
+		}
 		return raw, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()

@@ -35,7 +35,7 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unsupported elicitation mode %q", head.Mode)}
 	}
-	raw, typed, err := hostAnswer[mcp.ElicitResult](c.opts.Handlers.Elicit(ctx, params))
+	raw, typed, err := hostAnswer[mcp.ElicitResult](c, "elicitation/create", checkElicit)(c.opts.Handlers.Elicit(ctx, params))
 	if err != nil {
 		return nil, err
 	}

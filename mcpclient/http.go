@@ -106,18 +106,25 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	orig := req
 	req = req.Clone(req.Context()) // a RoundTripper must not modify its argument
+	if req.URL.String() == t.endpoint {
+		u := *t.real
+		req.URL = &u
+	}
+	// The configured headers and credentials belong to the configured
+	// origin: nothing is sent anywhere else, and no redirect leads there
+	// (redirectElsewhere).
+	if !sameOrigin(req.URL, t.real) {
+		return nil, t.note(t.otherOrigin(req.URL, "a request"))
+	}
 	for k, v := range t.headers {
 		req.Header[k] = v
 	}
-	if t.real != nil && req.URL.String() == t.endpoint {
-		u := *t.real
-		req.URL = &u
-		// What http.Client does with userinfo, which it never saw.
-		if u.User != nil && req.Header.Get("Authorization") == "" {
-			pass, _ := u.User.Password()
-			req.SetBasicAuth(u.User.Username(), pass)
-		}
+	// What http.Client does with userinfo, which it never saw.
+	if u := t.real.User; u != nil && req.Header.Get("Authorization") == "" {
+		pass, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pass)
 	}
 	if err := t.rewrite(req); err != nil {
 		return nil, err
@@ -141,11 +148,30 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := t.redirectElsewhere(orig, req, resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	// The caller's request, with the URL it knows: errors that quote the
+	// response's request (http.Client's) must not show the real URL.
+	resp.Request = orig
 	if resp.Body == nil {
 		return resp, nil
 	}
 	pending := sink != nil && sink.hasPending()
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		// A body is one message (or an error page): bounded like a stdout
+		// line. An event stream is bounded per event (MaxEventSize). A
+		// length known too large fails the request alone; a body found too
+		// large while go-sdk reads it fails the connection (go-sdk's way
+		// with a body it cannot read).
+		if resp.ContentLength > int64(t.maxMsg) {
+			resp.Body.Close()
+			return nil, t.tooLarge()
+		}
+		resp.Body = &boundedBody{rc: resp.Body, left: int64(t.maxMsg), t: t}
+	}
 	switch {
 	case mt == "application/json" && pending:
 		resp.Body = &jsonBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg}
@@ -286,15 +312,17 @@ func (t *headerTransport) describe(req *http.Request, err error) error {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		what = fmt.Sprintf("%s closed the connection without an answer", t.url)
 	}
-	return &unreachableError{prefix: t.prefix(), what: what, err: err}
+	return &unreachableError{prefix: t.prefix(), what: what + t.definedIn(), err: err}
 }
 
-// prefix names the server and the file that defines it.
-func (t *headerTransport) prefix() string {
+// prefix names the server; definedIn the file that defines it.
+func (t *headerTransport) prefix() string { return fmt.Sprintf("server %q", t.server) }
+
+func (t *headerTransport) definedIn() string {
 	if t.source == "" {
-		return fmt.Sprintf("server %q", t.server)
+		return ""
 	}
-	return fmt.Sprintf("server %q (defined in %s)", t.server, t.source)
+	return fmt.Sprintf(" (server defined in %s)", t.source)
 }
 
 // note records err as the failure that explains a startup, unless the
@@ -342,7 +370,7 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	default:
 		what = fmt.Sprintf("%s answered %s", t.url, resp.Status)
 	}
-	t.failure = &httpStatusError{prefix: t.prefix(), what: what, status: resp.StatusCode}
+	t.failure = &httpStatusError{prefix: t.prefix(), what: what + t.definedIn(), status: resp.StatusCode}
 }
 
 // startupFailure is the failure noted before the server ever answered
@@ -764,4 +792,96 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 		MaxRetries:   3,
 		MaxEventSize: c.opts.MaxLineBytes,
 	}, nil
+}
+
+// ErrRedirectRefused is the errors.Is target of a request the server
+// redirected to another origin, which is not followed (nor is any other
+// request to another origin sent).
+var ErrRedirectRefused = errors.New("redirect to another origin refused")
+
+// ErrMessageTooLarge is the errors.Is target of an HTTP response body
+// larger than Options.MaxLineBytes.
+var ErrMessageTooLarge = errors.New("message too large")
+
+// sameOrigin reports whether u is on the origin of base (RFC 6454: scheme,
+// host and port, the default port spelled or not).
+func sameOrigin(u, base *url.URL) bool {
+	return strings.EqualFold(u.Scheme, base.Scheme) &&
+		strings.EqualFold(u.Hostname(), base.Hostname()) &&
+		portOf(u) == portOf(base)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
+}
+
+// redirectElsewhere is the error for a response that redirects req to
+// another origin, or nil. Such a redirect is refused here rather than in
+// the client's CheckRedirect, whose error would quote the Location as the
+// server wrote it; one within the configured origin is left to the client
+// to follow (307 and 308 resend the body, to a server of that origin).
+func (t *headerTransport) redirectElsewhere(orig, req *http.Request, resp *http.Response) error {
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode/100 != 3 || loc == "" {
+		return nil
+	}
+	target, err := req.URL.Parse(loc)
+	if err != nil || sameOrigin(target, t.real) {
+		return nil // the client reports a Location that does not parse
+	}
+	return t.note(t.otherOrigin(target, fmt.Sprintf("%s redirected the request", redact.URL(orig.URL.String()))))
+}
+
+// otherOrigin is the error of what would have sent a request to u.
+func (t *headerTransport) otherOrigin(u *url.URL, what string) error {
+	origin := &url.URL{Scheme: t.real.Scheme, Host: t.real.Host}
+	return &originError{msg: fmt.Sprintf("%s: %s to %s, another origin: refused, so that the configured headers and credentials go to %s only (if the server moved, configure its new URL)",
+		t.prefix(), what, redact.URL(u.String()), origin)}
+}
+
+type originError struct{ msg string }
+
+func (e *originError) Error() string        { return e.msg }
+func (e *originError) Is(target error) bool { return target == ErrRedirectRefused }
+
+// boundedBody fails the read that would take a body past left bytes, so
+// that a server cannot make the client hold more than one message's bound
+// in memory.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+	t    *headerTransport
+	err  error
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		b.err = b.t.tooLarge()
+		return 0, b.err
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// tooLarge is the error of an answer over the bound.
+func (t *headerTransport) tooLarge() error {
+	return t.note(fmt.Errorf("%s: %s answered with more than %d bytes, the limit of one message: %w", t.prefix(), t.url, t.maxMsg, ErrMessageTooLarge))
 }

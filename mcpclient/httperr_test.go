@@ -100,7 +100,7 @@ func TestHTTPFailuresInPlainWords(t *testing.T) {
 			}
 			msg := err.Error()
 			checkNoSecret(t, msg)
-			for _, w := range append([]string{`server "web" (defined in /home/u/proj/.mcp.json): `}, tc.want...) {
+			for _, w := range append([]string{`server "web": `, ` (server defined in /home/u/proj/.mcp.json)`}, tc.want...) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error lacks %q:\n%s", w, msg)
 				}

@@ -246,6 +246,9 @@ func (rc *rawCalls) take(line []byte) bool {
 // result turns a response's members into StartToolCall's result.
 func (rc *rawCalls) result(result, errv json.RawMessage) (json.RawMessage, error) {
 	if errv == nil {
+		if err := checkResult(rc.server, "tools/call", result); err != nil {
+			return nil, err
+		}
 		return result, nil
 	}
 	var e struct {

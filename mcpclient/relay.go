@@ -94,25 +94,114 @@ func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (c *Conn) answerRoots(ctx context.Context, _ mcp.Request) (mcp.Result, error) {
-	raw, typed, err := hostAnswer[mcp.ListRootsResult](c.opts.Handlers.ListRoots(ctx))
+	raw, typed, err := hostAnswer[mcp.ListRootsResult](c, "roots/list", checkRoots)(c.opts.Handlers.ListRoots(ctx))
 	if err != nil {
 		return nil, err
 	}
 	return rawRootsResult{typed, raw}, nil
 }
 
-// hostAnswer checks the host's answer to a relayed request: an error goes
-// to the server as its JSON-RPC error; a result must decode as T (go-sdk
-// needs the typed value), and is sent as the host's bytes.
-func hostAnswer[T any](raw json.RawMessage, err error) (json.RawMessage, *T, error) {
+// hostAnswer returns the checker of the host's answer to a relayed request
+// of method: an error goes to the server as its JSON-RPC error (the host's
+// code and message, when the host answered one); a result must be a JSON
+// object that passes check (MCP's constraints, which decoding into T does
+// not enforce) and decodes as T (go-sdk needs the typed value), and is
+// sent as the host's bytes. A malformed result is the host's bug: the
+// server gets -32603 and the host hears of it (Handlers.HostAnswerRefused).
+func hostAnswer[T any](c *Conn, method string, check func(json.RawMessage) error) func(json.RawMessage, error) (json.RawMessage, *T, error) {
+	return func(raw json.RawMessage, err error) (json.RawMessage, *T, error) {
+		if err != nil {
+			return nil, nil, wireError(err)
+		}
+		typed := new(T)
+		why := check(raw)
+		if why == nil && (!json.Valid(raw) || json.Unmarshal(raw, typed) != nil) {
+			why = fmt.Errorf("not a %s result", method)
+		}
+		if why != nil {
+			why = fmt.Errorf("the client's answer to %s is malformed: %w", method, why)
+			c.opts.Logger.Warn("the host's answer to a server's request was refused", "server", c.name, "method", method, "err", why)
+			if f := c.opts.Handlers.HostAnswerRefused; f != nil {
+				f(method, why)
+			}
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why.Error()}
+		}
+		return raw, typed, nil
+	}
+}
+
+// objectMembers decodes a result that must be a JSON object into its members.
+func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New("it is not an object")
+	}
+	return m, nil
+}
+
+// checkRoots checks a ListRootsResult: {roots: [{uri, name?}]}.
+func checkRoots(raw json.RawMessage) error {
+	m, err := objectMembers(raw)
 	if err != nil {
-		return nil, nil, wireError(err)
+		return err
 	}
-	typed := new(T)
-	if err := json.Unmarshal(raw, typed); err != nil || !json.Valid(raw) {
-		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the client's answer is not a %T", *typed)}
+	var roots []json.RawMessage
+	if json.Unmarshal(m["roots"], &roots) != nil || roots == nil {
+		return errors.New(`"roots" must be an array of {uri, name?}`)
 	}
-	return raw, typed, nil
+	for i, r := range roots {
+		root, err := objectMembers(r)
+		if err != nil {
+			return fmt.Errorf("roots[%d]: %w", i, err)
+		}
+		var uri, name string
+		if json.Unmarshal(root["uri"], &uri) != nil || uri == "" {
+			return fmt.Errorf("roots[%d] has no uri (a string)", i)
+		}
+		if n, ok := root["name"]; ok && json.Unmarshal(n, &name) != nil {
+			return fmt.Errorf("roots[%d]: name must be a string", i)
+		}
+	}
+	return nil
+}
+
+// checkElicit checks an ElicitResult: {action: "accept"|"decline"|"cancel",
+// content?: object}.
+func checkElicit(raw json.RawMessage) error {
+	m, err := objectMembers(raw)
+	if err != nil {
+		return err
+	}
+	var action string
+	_ = json.Unmarshal(m["action"], &action)
+	switch action {
+	case "accept", "decline", "cancel":
+	default:
+		return fmt.Errorf(`action must be "accept", "decline" or "cancel", not %s`, orMissing(m["action"]))
+	}
+	if content, ok := m["content"]; ok && string(content) != "null" {
+		if _, err := objectMembers(content); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkObject checks that a result is a JSON object.
+func checkObject(raw json.RawMessage) error {
+	_, err := objectMembers(raw)
+	return err
+}
+
+// orMissing is a member's JSON text for a message, clipped, or "missing".
+func orMissing(v json.RawMessage) string {
+	if v == nil {
+		return "missing"
+	}
+	if len(v) > 40 {
+		return string(v[:40]) + "..."
+	}
+	return string(v)
 }
 
 func (c *Conn) answerSample(ctx context.Context, req mcp.Request) (mcp.Result, error) {
@@ -120,7 +209,7 @@ func (c *Conn) answerSample(ctx context.Context, req mcp.Request) (mcp.Result, e
 	if err != nil {
 		return nil, err
 	}
-	raw, typed, err := hostAnswer[mcp.CreateMessageWithToolsResult](c.opts.Handlers.Sample(ctx, params))
+	raw, typed, err := hostAnswer[mcp.CreateMessageWithToolsResult](c, "sampling/createMessage", checkObject)(c.opts.Handlers.Sample(ctx, params))
 	if err != nil {
 		return nil, err
 	}

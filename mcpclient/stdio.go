@@ -3,16 +3,12 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,7 +67,7 @@ func startProcess(opts *Options) (*process, error) {
 		lookup = os.LookupEnv
 	}
 	env := config.ChildEnv(cfg, lookup)
-	path, err := resolveCommand(cfg.Command, envValue(env, "PATH"), dir)
+	path, err := resolveCommand(cfg.Command, env, dir)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
 	}
@@ -146,14 +142,7 @@ func startProcess(opts *Options) (*process, error) {
 		exited:     make(chan struct{}),
 		stopped:    make(chan struct{}),
 	}
-	p.stdout = &lineReader{
-		f:       outR,
-		r:       bufio.NewReaderSize(outR, 64<<10),
-		max:     opts.MaxLineBytes,
-		skipped: opts.Handlers.SkippedLine,
-		logger:  opts.Logger,
-		server:  opts.Name,
-	}
+	p.stdout = newLineReader(outR, opts)
 	go p.readStderr(opts.Handlers.StderrLine, opts.Logger)
 	go func() {
 		err := cmd.Wait()
@@ -311,158 +300,6 @@ func (c *onceCloser) closeNow() bool {
 	return now
 }
 
-// lineReader is the server's stdout as go-sdk should see it: only lines
-// that are JSON objects (or batches). Anything else (banners, a stray
-// console.log) is reported and skipped, because one such line would
-// otherwise end the session.
-//
-// A line longer than max bytes is fatal when it starts like a JSON message
-// (a response that big is lost either way, and a clear "line too long"
-// beats a call that hangs until its timeout); any other over-long line is
-// dropped and reported.
-type lineReader struct {
-	f       *os.File
-	r       *bufio.Reader
-	max     int
-	skipped func(string)
-	logger  *slog.Logger
-	server  string
-
-	line    []byte // the line being assembled
-	pending []byte // the rest of an accepted line, not yet read by go-sdk
-
-	mu    sync.Mutex
-	fatal error
-
-	closeOnce sync.Once
-}
-
-// errLineTooLong wraps the fatal over-long line.
-var errLineTooLong = errors.New("line too long")
-
-func (l *lineReader) Read(p []byte) (int, error) {
-	for len(l.pending) == 0 {
-		if err := l.next(); err != nil {
-			return 0, err
-		}
-	}
-	n := copy(p, l.pending)
-	l.pending = l.pending[n:]
-	return n, nil
-}
-
-// readLine returns the next JSON line (without its newline) as a copy of
-// its own: the line buffer is reused for the next line.
-func (l *lineReader) readLine() ([]byte, error) {
-	for len(l.pending) == 0 {
-		if err := l.next(); err != nil {
-			return nil, err
-		}
-	}
-	line := bytes.TrimSuffix(l.pending, []byte("\n"))
-	l.pending = nil
-	if cap(l.line) <= handOverLine {
-		return bytes.Clone(line), nil
-	}
-	// A large line is handed over rather than copied: the next line gets
-	// a buffer of its own.
-	l.line = nil
-	return line, nil
-}
-
-// handOverLine is the buffer size above which readLine hands its buffer
-// over instead of copying the line out of it.
-const handOverLine = 64 << 10
-
-// next reads one line and queues it if it is JSON.
-func (l *lineReader) next() error {
-	l.line = l.line[:0]
-	oversized := false
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if !oversized {
-			if len(l.line)+len(chunk) > l.max+1 { // +1: the newline
-				oversized = true
-				first := firstNonSpace(append(l.line, chunk...))
-				if first == '{' || first == '[' {
-					ferr := fmt.Errorf("%w: the server wrote a line of more than %d bytes on stdout", errLineTooLong, l.max)
-					l.mu.Lock()
-					l.fatal = ferr
-					l.mu.Unlock()
-					return ferr
-				}
-				l.report(fmt.Sprintf("%s... (non-JSON line of more than %d bytes dropped)", truncate(l.line, 200), l.max))
-			} else {
-				if len(l.line)+len(chunk) > cap(l.line) {
-					// Grown fourfold: a large line leaves a third of itself
-					// behind as garbage, where append's smaller steps would
-					// leave several times itself.
-					l.line = slices.Grow(l.line, max(3*cap(l.line), len(chunk)))
-				}
-				l.line = append(l.line, chunk...)
-			}
-		}
-		if err == nil {
-			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if oversized || len(bytes.TrimSpace(l.line)) == 0 {
-			return err
-		}
-		break // a last line without a newline: judge it, then report err next time
-	}
-	if oversized {
-		return nil
-	}
-	line := bytes.TrimSpace(l.line)
-	if len(line) == 0 {
-		return nil
-	}
-	if (line[0] == '{' || line[0] == '[') && json.Valid(line) {
-		l.pending = append(line, '\n')
-		return nil
-	}
-	l.report(truncate(line, 4096))
-	return nil
-}
-
-func (l *lineReader) report(line string) {
-	l.logger.Warn("skipped a non-JSON line on the server's stdout", "server", l.server, "line", line)
-	if l.skipped != nil {
-		l.skipped(line)
-	}
-}
-
-// fatalErr is the reason the reader gave up, if it did.
-func (l *lineReader) fatalErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fatal
-}
-
-func (l *lineReader) Close() error {
-	var err error
-	l.closeOnce.Do(func() { err = l.f.Close() })
-	return err
-}
-
-func firstNonSpace(b []byte) byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
-		return 0
-	}
-	return b[0]
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "..."
-}
-
 // ring keeps the last max bytes of stderr, cut at line boundaries.
 type ring struct {
 	mu  sync.Mutex
@@ -491,48 +328,6 @@ func (r *ring) String() string {
 	return strings.TrimRight(string(r.buf), "\n")
 }
 
-// resolveCommand finds command the way the child's own PATH would, not the
-// sidecar's: env may set PATH for the server.
-func resolveCommand(command, pathEnv, dir string) (string, error) {
-	if command == "" {
-		return "", errors.New("no command configured")
-	}
-	if strings.ContainsRune(command, filepath.Separator) || strings.ContainsRune(command, '/') {
-		p := command
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("command %q: %w", command, err)
-		}
-		return p, nil
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // a relative PATH entry would depend on the server's cwd
-		}
-		p := filepath.Join(d, command)
-		if checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("command %q not found in PATH", command)
-}
-
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return describePathErr(err)
-	}
-	if fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	if fi.Mode()&0o111 == 0 {
-		return errors.New("is not executable")
-	}
-	return nil
-}
-
 func describePathErr(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -546,14 +341,3 @@ func describePathErr(err error) error {
 	}
 	return err
 }
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-var _ io.ReadCloser = (*lineReader)(nil)

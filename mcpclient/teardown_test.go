@@ -1,6 +1,9 @@
+//go:build unix
+
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -161,5 +164,100 @@ func TestCloseWaitsForTeardownOfLostConnection(t *testing.T) {
 		if running(pid) {
 			t.Errorf("process %d still runs after Close", pid)
 		}
+	}
+}
+
+func TestStartupTimeout(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := Connect(ctx, Options{Name: "fx", Config: fixture.Config("fx", fixture.Spec{HangAtStart: true, PIDFile: pidFile}),
+		CloseGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer initialize") {
+		t.Fatalf("err = %v", err)
+	}
+	checkGone(t, readPID(t, pidFile))
+}
+
+func TestCrashMidCall(t *testing.T) {
+	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{
+		Tools: []fixture.ToolSpec{{Name: "die", Behavior: fixture.BehaviorCrash}, {Name: "slow", Behavior: fixture.BehaviorSleep}},
+	})})
+	pid := c.PID()
+	// One call is parked in the server when the other crashes it.
+	slowErr := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(testCtx(t), "slow", nil, nil)
+		slowErr <- err
+	}()
+	_, err := c.CallTool(testCtx(t), "die", nil, nil)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("crashing call: err = %v, want ErrConnectionLost", err)
+	}
+	for _, w := range []string{"exit status 3", "crashing in die"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if err := <-slowErr; !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("parked call: err = %v, want ErrConnectionLost", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Error("Done not closed after the crash")
+	}
+	if !errors.Is(c.Err(), ErrConnectionLost) {
+		t.Errorf("Err() = %v", c.Err())
+	}
+	if _, err := c.ListToolsPage(testCtx(t), ""); !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("call after crash: err = %v", err)
+	}
+	c.Close()
+	checkGone(t, pid)
+}
+
+// checkGone fails unless pid no longer runs (a zombie awaiting a reaper
+// that is not us counts as gone: it runs nothing).
+func checkGone(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		return
+	}
+	t.Errorf("process %d still runs: %s", pid, stat)
+}
+
+func TestCloseEndsWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	fxPID, sleepPID := filepath.Join(dir, "fx.pid"), filepath.Join(dir, "sleep.pid")
+	cfg := fixture.Config("fx", fixture.Spec{ToolCount: 1, PIDFile: fxPID})
+	// sh is the leader; the fixture is its child (our grandchild) and a
+	// sleeper that ignores stdin lingers in the group.
+	cfg.Args = append([]string{"-c", `sleep 1000 & echo $! > "$1"; shift; "$@"; exit $?`, "sh", sleepPID, cfg.Command}, cfg.Args...)
+	cfg.Command = "sh"
+	c := connect(t, Options{Config: cfg, CloseGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond})
+	if _, err := c.ListToolsPage(testCtx(t), ""); err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{c.PID(), readPID(t, fxPID), readPID(t, sleepPID)}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		checkGone(t, pid)
+	}
+	if !errors.Is(c.Err(), ErrConnectionLost) {
+		t.Errorf("Err() after Close = %v", c.Err())
+	}
+	if err := c.Close(); err != nil { // idempotent
+		t.Fatal(err)
 	}
 }

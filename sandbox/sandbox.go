@@ -87,9 +87,12 @@ func (c Capability) Advertised() []string {
 }
 
 // DetectCapability reads the experimental capabilities of a server. A name
-// counts as advertised when it is present with any value other than null or
-// false: the convention is an empty object, and a server that writes
-// `false` is saying no.
+// counts as advertised when its value is a JSON object (MCP's experimental
+// capabilities are objects; `{}` is the convention, and the members are not
+// read: `{"enabled": false}` is an object too) or `true`, the one other
+// value that can only mean yes. Anything else (false, null, 0, "no", an
+// array) is not opting in: sandbox authority goes to a server only when it
+// clearly asked for it.
 func DetectCapability(experimental map[string]json.RawMessage) Capability {
 	preferred := advertised(experimental[KeyState])
 	deprecated := advertised(experimental[KeyStateMeta])
@@ -106,7 +109,7 @@ func DetectCapability(experimental map[string]json.RawMessage) Capability {
 
 func advertised(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
-	return len(v) > 0 && !bytes.Equal(v, []byte("null")) && !bytes.Equal(v, []byte("false"))
+	return len(v) > 0 && v[0] == '{' && json.Valid(v) || bytes.Equal(v, []byte("true"))
 }
 
 // DetectCapabilityFromInitialize reads the capability from the raw bytes of
@@ -122,8 +125,8 @@ func DetectCapabilityFromInitialize(raw json.RawMessage) (Capability, error) {
 	if err := json.Unmarshal(raw, &result); err != nil {
 		return CapNone, fmt.Errorf("reading initialize result: %w", err)
 	}
-	if result.Capabilities == nil || !advertised(result.Capabilities.Experimental) {
-		return CapNone, nil
+	if result.Capabilities == nil || !StatePresent(result.Capabilities.Experimental) {
+		return CapNone, nil // absent or null: no experimental capabilities
 	}
 	var experimental map[string]json.RawMessage
 	if err := json.Unmarshal(result.Capabilities.Experimental, &experimental); err != nil {

@@ -38,6 +38,43 @@ func TestDetectCapability(t *testing.T) {
 	}
 }
 
+// TestOptInValues: what a server's experimental["codex/sandbox-state"]
+// value must be to opt in: an object (any members) or true; every other
+// value, the ones that read as "no" included, is not opting in.
+func TestOptInValues(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  bool
+	}{
+		{`{}`, true},
+		{` { } `, true},
+		{`{"version":1}`, true},
+		{`{"enabled":false}`, true}, // an object: its members are not read
+		{`true`, true},
+		{`false`, false},
+		{`null`, false},
+		{`0`, false},
+		{`1`, false},
+		{`"no"`, false},
+		{`"yes"`, false},
+		{`""`, false},
+		{`[]`, false},
+		{`[{}]`, false},
+		{`{`, false},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			got := DetectCapability(map[string]json.RawMessage{KeyState: raw(tt.value)})
+			if got.OptedIn() != tt.want {
+				t.Errorf("value %s: opted in = %v (%v), want %v", tt.value, got.OptedIn(), got, tt.want)
+			}
+			got = DetectCapability(map[string]json.RawMessage{KeyStateMeta: raw(tt.value)})
+			if got.OptedIn() != tt.want {
+				t.Errorf("deprecated key, value %s: opted in = %v, want %v", tt.value, got.OptedIn(), tt.want)
+			}
+		})
+	}
+}
+
 func TestDetectCapabilityFromInitialize(t *testing.T) {
 	tests := []struct {
 		name    string

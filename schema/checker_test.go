@@ -84,6 +84,27 @@ func TestCheckerFindsMismatches(t *testing.T) {
 	}
 }
 
+// TestCheckerHostAnswersMalformed: a test that makes the host answer a
+// sidecar request with a malformed result on purpose says so, and only
+// that method's results go unchecked.
+func TestCheckerHostAnswersMalformed(t *testing.T) {
+	ch, err := NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.HostAnswersMalformed("mcp/roots")
+	ch.Check(SidecarToHost, []byte(`{"jsonrpc":"2.0","id":7,"method":"mcp/roots","params":{"sessionId":"s1","server":"a"}}`))
+	ch.Check(HostToSidecar, []byte(`{"jsonrpc":"2.0","id":7,"result":null}`))
+	if err := ch.Err(); err != nil {
+		t.Errorf("a malformed answer declared: %v", err)
+	}
+	ch.Check(SidecarToHost, []byte(`{"jsonrpc":"2.0","id":8,"method":"mcp/elicit","params":{"sessionId":"s1","server":"a","params":{}}}`))
+	ch.Check(HostToSidecar, []byte(`{"jsonrpc":"2.0","id":8,"result":null}`))
+	if err := ch.Err(); err == nil || !strings.Contains(err.Error(), "mcp/elicit result") {
+		t.Errorf("an undeclared malformed answer: %v", err)
+	}
+}
+
 // TestCheckerSplitsFrames: the taps find messages in frames however the
 // bytes are split, and report a broken frame.
 func TestCheckerSplitsFrames(t *testing.T) {

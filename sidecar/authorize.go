@@ -35,7 +35,7 @@ func (s *Server) newAuthManager(p *protocol.InitializeParams) *oauth.Manager {
 	}
 	timeout := oauth.DefaultTimeout
 	if p.Limits != nil && p.Limits.AuthorizationTimeoutMs > 0 {
-		timeout = time.Duration(p.Limits.AuthorizationTimeoutMs) * time.Millisecond
+		timeout = millis(p.Limits.AuthorizationTimeoutMs)
 	}
 	var joined func(oauth.Key)
 	if f := s.hook().authorizationJoined; f != nil {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sidecar_test
 
 // Issue 13 items 5 and 6: every ending of a session or of the sidecar
@@ -9,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -116,6 +119,17 @@ func startWrapped(t *testing.T, script string, tools ...fixture.ToolSpec) *wrapp
 	w.server, w.bg = readPID(t, pidFile), readPID(t, bgFile)
 	w.pgid = pgidOf(t, w.server)
 	killOnCleanup(t, w.pgid, w.bg)
+	// A server started again (servers/reconnect) wrote its own background
+	// pid to the file: the sidecar is SIGKILLed at cleanup, which a setsid'd
+	// grandchild survives, so it is killed here too.
+	t.Cleanup(func() {
+		var pid int
+		if b, err := os.ReadFile(bgFile); err == nil {
+			if _, err := fmtSscan(strings.TrimSpace(string(b)), &pid); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	return w
 }
 
@@ -227,18 +241,6 @@ func TestDetachedOrphanEndsWithTheSidecar(t *testing.T) {
 			w.end(t, e.name)
 		})
 	}
-}
-
-// procOf finds pid in the process table.
-func procOf(t *testing.T, pid int) procInfo {
-	t.Helper()
-	for _, p := range processes() {
-		if p.pid == pid {
-			return p
-		}
-	}
-	t.Fatalf("process %d not found", pid)
-	return procInfo{}
 }
 
 // TestKilledSidecarEndsServerGroups: SIGKILL leaves the sidecar no chance

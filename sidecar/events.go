@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -81,6 +82,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		ServerRequestRefused: func(method string, limit int) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%s from server %q refused: %d requests of it already wait for the host (limits.maxServerRequests)", method, sc.name, limit))
 		},
+		HostAnswerRefused: func(method string, why error) {
+			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("the host's answer to %s of server %q was not sent to it: %v; the server got a JSON-RPC error instead", method, sc.name, why))
+		},
 		ElicitationComplete: func(id string) {
 			srv.notify(protocol.NotifyElicitationComplete, protocol.ElicitationCompleteParams{SessionID: sess.id, Server: sc.name, ElicitationID: id})
 		},
@@ -95,20 +99,31 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 	}
 	if env.hostCaps.Elicitation.Any() {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			return srv.callHost(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params})
+			return hostAnswer(srv.callHost(ctx, protocol.RequestElicit, protocol.ElicitParams{SessionID: sess.id, Server: sc.name, Params: params}))
 		}
 	}
 	if env.hostCaps.Sampling.Enabled {
 		opts.Handlers.Sample = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			return srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params})
+			return hostAnswer(srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params}))
 		}
 	}
 	if env.hostCaps.Roots {
 		opts.Handlers.ListRoots = func(ctx context.Context) (json.RawMessage, error) {
-			return srv.callHost(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name})
+			return hostAnswer(srv.callHost(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name}))
 		}
 	}
 	return opts
+}
+
+// hostAnswer is the host's answer to a relayed request as the MCP client
+// hands it to the server: an error the host answered keeps its code and
+// message (mcpclient answers a *ServerError as that JSON-RPC error).
+func hostAnswer(raw json.RawMessage, err error) (json.RawMessage, error) {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return nil, &mcpclient.ServerError{Code: pe.Code, Message: pe.Message}
+	}
+	return raw, err
 }
 
 // logServer sends an mcp/log with a string payload.

@@ -37,6 +37,13 @@ type Hooks struct {
 	// (a call that had to wait for something, or a server the read loop
 	// cannot send to without waiting).
 	ToolCallSent func(session, server string, own bool)
+	// ResourceUpdateQueued is called when a server's resource update was
+	// queued for the host or merged into one waiting.
+	ResourceUpdateQueued func(session, server, uri string)
+	// ResourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (release it before the session
+	// closes: close waits for it).
+	ResourceUpdateSending func(session, server, uri string)
 }
 
 // WithHooks returns opts with h installed.
@@ -51,6 +58,9 @@ func WithHooks(opts Options, h Hooks) Options {
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
 		toolCallSent:        h.ToolCallSent,
+
+		resourceUpdateQueued:  h.ResourceUpdateQueued,
+		resourceUpdateSending: h.ResourceUpdateSending,
 	}
 	return opts
 }

@@ -69,7 +69,9 @@ type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	client *hostclient.Client
-	exit   chan int
+	// checker checks every message against the protocol schema.
+	checker *schema.Checker
+	exit    chan int
 	// cacheDir is the harness's default initialize.cacheDir.
 	cacheDir string
 
@@ -115,8 +117,9 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		sidecarR.Close()
 		h.exit <- code
 	}()
+	h.checker = schemaChecker(t)
 	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{
-		Checker:        schemaChecker(t),
+		Checker:        h.checker,
 		OnNotification: h.record,
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			if h.onRequest == nil {

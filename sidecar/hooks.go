@@ -36,6 +36,13 @@ type testHooks struct {
 	// from the host's read loop (own false) or from a goroutine of its
 	// own (toolcall.go).
 	toolCallSent func(session, server string, own bool)
+	// resourceUpdateQueued is called when a resource update of a server
+	// was queued for the host (or merged into one waiting); blocking holds
+	// back the server's notifications.
+	resourceUpdateQueued func(session, server, uri string)
+	// resourceUpdateSending is called before a queued resource update is
+	// sent; blocking holds back the queue (session close waits for it).
+	resourceUpdateSending func(session, server, uri string)
 }
 
 // hook returns the server's test hooks (the zero value in production).

@@ -117,7 +117,8 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		return result{}, err
 	}
 	for _, e := range loaded.Errors {
-		s.logger.Warn("config error", "problem", e.Error())
+		// The host has them in the result; the log is for its operators.
+		s.logger.Info("config error", "problem", e.Error())
 	}
 	for _, w := range loaded.Warnings {
 		s.logger.Info("config warning", "problem", w.Error())
@@ -159,7 +160,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 			env.maxServerRequests = l.MaxServerRequests
 		}
 		if l.RefreshCooldownMs > 0 {
-			env.cooldown = time.Duration(l.RefreshCooldownMs) * time.Millisecond
+			env.cooldown = millis(l.RefreshCooldownMs)
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -295,7 +294,7 @@ func TestInitializeIsNotCancellable(t *testing.T) {
 	started := filepath.Join(dir, "started")
 	gate := filepath.Join(dir, "gate")
 	for _, fifo := range []string{started, gate} {
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		if err := mkfifo(fifo); err != nil {
 			t.Fatal(err)
 		}
 	}

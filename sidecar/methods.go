@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
@@ -161,8 +162,7 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if !ok {
-			return nil, catalog.Tool{}, protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
-				fmt.Sprintf("unknown tool %q in session %q", p.Name, sess.id)).WithServer("", p.Name)
+			return nil, catalog.Tool{}, sess.unknownName(ctx, p.Name)
 		}
 		return sess.bindDormant(ctx, ref.sc, ref.tool)
 	case p.Server != "" && p.Tool != "":
@@ -185,6 +185,29 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 	default:
 		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "tools/call needs name, or server and tool")
 	}
+}
+
+// unknownName explains a qualified name the catalog does not have. A name
+// the session gave to a tool that left the catalog is never given to
+// another (catalog.Names), so it is that tool's: its server's state says
+// why it is gone, or the tool was removed.
+func (sess *Session) unknownName(ctx context.Context, name string) error {
+	sess.rebuildMu.Lock()
+	server, tool, held := sess.qualified.Holder(name)
+	sess.rebuildMu.Unlock()
+	if !held {
+		return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
+			fmt.Sprintf("unknown tool %q in session %q", name, sess.id)).WithServer("", name)
+	}
+	sc, err := sess.server(server)
+	if err != nil {
+		return err
+	}
+	if err := sc.usable(ctx); err != nil {
+		return callerError(ctx, err)
+	}
+	return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
+		fmt.Sprintf("tool %q of server %q (named %q) is no longer in the catalog: the server removed it", tool, server, name)).WithServer(server, tool)
 }
 
 // bindDormant starts a dormant server before binding: its cached catalog
@@ -302,11 +325,23 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 		e.Data.Stderr = conn.StderrTail()
 		return e
 	}
+	if errors.Is(err, mcpclient.ErrMalformedResult) || errors.Is(err, mcpclient.ErrMessageTooLarge) || errors.Is(err, mcpclient.ErrRedirectRefused) {
+		// The server answered, with something no host should be handed.
+		msg := err.Error()
+		if tool != "" {
+			msg = fmt.Sprintf("tool %q: %s", tool, msg)
+		}
+		return protocol.NewError(protocol.CodeInternalError, protocol.KindServerError, msg).WithServer(sc.name, tool)
+	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: %v", sc.name, err)).WithServer(sc.name, tool)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, fmt.Sprintf("server %q", sc.name)) {
+		msg = fmt.Sprintf("server %q: %s", sc.name, msg)
+	}
+	return protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, msg).WithServer(sc.name, tool)
 }
 
 // sessionServer resolves the session and the server a per-server request
@@ -570,6 +605,9 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 	}
 	delete(fields, "sessionId")
 	delete(fields, "server")
+	if err := checkCompleteParams(fields); err != nil {
+		return result{}, err
+	}
 	body, _ := json.Marshal(fields)
 	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Complete(ctx, body)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ func fmtSscan(s string, v ...any) (int, error) { return fmt.Sscan(s, v...) }
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return syscall.Kill(pid, 0) == nil
+		return processExists(pid)
 	}
 	// The state follows the parenthesised command name.
 	s := string(b)

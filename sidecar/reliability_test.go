@@ -289,6 +289,18 @@ func group(pgid int) []procInfo {
 	return out
 }
 
+// procOf finds pid in the process table.
+func procOf(t *testing.T, pid int) procInfo {
+	t.Helper()
+	for _, p := range processes() {
+		if p.pid == pid {
+			return p
+		}
+	}
+	t.Fatalf("process %d not found", pid)
+	return procInfo{}
+}
+
 func pgidOf(t *testing.T, pid int) int {
 	t.Helper()
 	return procOf(t, pid).pgid

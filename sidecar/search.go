@@ -79,6 +79,14 @@ func (s *Server) toolsGet(ctx context.Context, params json.RawMessage) (result, 
 	if p.Names == nil {
 		return result{}, invalidParams("names is required")
 	}
+	// A null decodes as "" into a string: find it where it is still null.
+	var nulls struct {
+		Names []*string `json:"names"`
+	}
+	_ = json.Unmarshal(params, &nulls) // decodeParams accepted these params
+	if i := slices.Index(nulls.Names, nil); i >= 0 {
+		return result{}, invalidParams(fmt.Sprintf("names[%d] is null: names are strings (qualified tool names)", i))
+	}
 	sess, err := s.session(p.SessionID)
 	if err != nil {
 		return result{}, err

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -325,7 +324,7 @@ func TestSharedListingFailureWaitersRecover(t *testing.T) {
 	if _, err := fmtSscan(linePIDs(t, first)[0], &leaderPID); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(leaderPID, syscall.SIGKILL); err != nil {
+	if err := killPID(leaderPID); err != nil {
 		t.Fatalf("killing the leader's server %d: %v", leaderPID, err)
 	}
 	sum := h.waitComplete("leader", 0)

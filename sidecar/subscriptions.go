@@ -93,7 +93,8 @@ func (sc *serverConn) resubscribe(ctx context.Context, conn *mcpclient.Conn) {
 
 // onResourceUpdated forwards a server's notifications/resources/updated
 // while the session has a subscription on that server (the URI may be a
-// part of a subscribed resource, so it is not matched exactly).
+// part of a subscribed resource, so it is not matched exactly), through the
+// server's update queue (updates.go).
 func (sc *serverConn) onResourceUpdated(uri string) {
 	sc.mu.Lock()
 	n := len(sc.subscribed)
@@ -101,5 +102,5 @@ func (sc *serverConn) onResourceUpdated(uri string) {
 	if n == 0 {
 		return
 	}
-	sc.sess.srv.notify(protocol.NotifyResourceUpdated, protocol.ResourceUpdatedParams{SessionID: sc.sess.id, Server: sc.name, URI: uri})
+	sc.updates.add(uri)
 }

@@ -127,8 +127,8 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wa
 	})
 
 	tc.timeout, tc.timeoutName = sc.cfg.ToolTimeout(), "tool_timeout_sec"
-	if p.TimeoutMs > 0 && time.Duration(p.TimeoutMs)*time.Millisecond < tc.timeout {
-		tc.timeout, tc.timeoutName = time.Duration(p.TimeoutMs)*time.Millisecond, "timeoutMs"
+	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < tc.timeout {
+		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
 	return tc, nil
 }

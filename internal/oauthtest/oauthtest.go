@@ -457,17 +457,34 @@ func (s *Server) Denied() int {
 	return s.denied
 }
 
+// statusRecorder notes a response's status as its header is written,
+// before the client can have any of it: a test that reads Tokens or Denied
+// once its request was answered sees that request counted.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	noted  bool
+	noteFn func(status int)
+}
+
+func (r *statusRecorder) note(status int) {
+	if !r.noted {
+		r.noted = true
+		r.noteFn(status)
+	}
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	r.note(code)
 	r.ResponseWriter.WriteHeader(code)
 }
 
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.note(http.StatusOK)
+	return r.ResponseWriter.Write(b)
+}
+
 func (r *statusRecorder) Flush() {
+	r.note(http.StatusOK)
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -475,15 +492,17 @@ func (r *statusRecorder) Flush() {
 
 func (s *Server) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &statusRecorder{ResponseWriter: w, noteFn: func(status int) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if status == http.StatusUnauthorized || status == http.StatusForbidden {
+				s.denied++
+			} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				s.tokens = append(s.tokens, tok)
+			}
+		}}
 		next.ServeHTTP(rec, r)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden {
-			s.denied++
-		} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			s.tokens = append(s.tokens, tok)
-		}
+		rec.note(http.StatusOK) // a handler that wrote nothing answered 200
 	})
 }
 

@@ -449,7 +449,7 @@ func printAuthorizations(w io.Writer, servers []doctorServer, now time.Time) {
 const noCandidate = "no launcher candidate given in initialize.launcher"
 
 // launcherVerdict says whether a tools/call to the server would carry
-// codex/sandbox-launcher, by the rules the sidecar applies (DESIGN 4.6):
+// codex/sandbox-launcher, by the rules the sidecar applies (docs/protocol.md, "Sandbox metadata"):
 // a local stdio server that opted in, and a launcher that passed the probe.
 func launcherVerdict(cfg *config.ServerConfig, st protocol.ServerStatus, launcher protocol.LauncherStatus) (bool, string) {
 	switch {

@@ -1404,7 +1404,7 @@ pub struct ToolsCallParams {
     /// Extra _meta entries for the server (progressToken, trace context); never the sandbox keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ToolsCallParamsMeta>,
-    /// Call timeout; the smaller of this and tool_timeout_sec applies.
+    /// Call timeout; the smaller of this and tool_timeout_sec applies (a larger value, however large, means tool_timeout_sec).
     #[serde(rename = "timeoutMs", default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
     /// Call the tool as a task (MCP tasks): {} or {ttl} in milliseconds. The result is then the server's CreateTaskResult.

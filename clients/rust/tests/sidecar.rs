@@ -102,7 +102,7 @@ fn typed_catalog_call_progress_and_shutdown() {
         other => panic!("want a CallToolResult, got {other:?}"),
     }
 
-    // Progress with an integer token, before the answer.
+    // Progress with an integer token.
     s.client
         .call::<requests::ToolsCall>(&ToolsCallParams {
             session_id: s.session.clone(),
@@ -112,14 +112,17 @@ fn typed_catalog_call_progress_and_shutdown() {
             ..Default::default()
         })
         .expect("slow");
-    let progress: Vec<f64> = s
-        .notes
-        .try_iter()
-        .filter_map(|n| match n {
-            Notification::Progress(p) if p.token == ProgressToken::Integer(7) => Some(p.value.progress),
-            _ => None,
-        })
-        .collect();
+    // The sidecar writes both progress notifications before the answer,
+    // but the client hands notifications to their handler on its dispatcher
+    // thread while the answer returns to this one: wait for them rather
+    // than read what has arrived so far.
+    let mut progress: Vec<f64> = Vec::new();
+    while progress.len() < 2 {
+        match s.notes.recv_timeout(WAIT).expect("two progress notifications") {
+            Notification::Progress(p) if p.token == ProgressToken::Integer(7) => progress.push(p.value.progress),
+            _ => {}
+        }
+    }
     assert_eq!(progress, vec![1.0, 2.0]);
 
     // The sandbox policy goes as written: the example server echoes it.

@@ -267,7 +267,7 @@ export interface ToolsCallParams {
     progressToken?: ProgressToken;
     [key: string]: unknown;
   };
-  /** Call timeout; the smaller of this and tool_timeout_sec applies. */
+  /** Call timeout; the smaller of this and tool_timeout_sec applies (a larger value, however large, means tool_timeout_sec). */
   timeoutMs?: number;
   /** Call the tool as a task (MCP tasks): {} or {ttl} in milliseconds. The result is then the server's CreateTaskResult. */
   task?: {
