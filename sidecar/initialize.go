@@ -229,7 +229,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 // almost every request.
 const minFrameBytes = 4096
 
-// maxFrameBytes is the operator's limit of a host frame (-max-frame-bytes).
+// maxFrameBytes is the operator's limit of a host frame (--max-frame-bytes).
 func (s *Server) maxFrameBytes() int64 {
 	if s.opts.MaxFrameBytes > 0 {
 		return s.opts.MaxFrameBytes

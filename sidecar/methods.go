@@ -192,6 +192,9 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 // another (catalog.Names), so it is that tool's: its server's state says
 // why it is gone, or the tool was removed.
 func (sess *Session) unknownName(ctx context.Context, name string) error {
+	if sess.closing() {
+		return sess.closedError()
+	}
 	sess.rebuildMu.Lock()
 	server, tool, held := sess.qualified.Holder(name)
 	sess.rebuildMu.Unlock()
@@ -245,6 +248,9 @@ func (sc *serverConn) usable(ctx context.Context) error {
 }
 
 func (sc *serverConn) unknownTool(name string) *protocol.Error {
+	if sc.sess.closing() {
+		return sc.sessionClosedError().WithServer(sc.name, name)
+	}
 	msg := fmt.Sprintf("server %q has no tool %q", sc.name, name)
 	if !catalog.FilterOf(sc.cfg).Allows(name) {
 		msg = fmt.Sprintf("tool %q of server %q is disabled by enabled_tools/disabled_tools", name, sc.name)
@@ -299,6 +305,10 @@ func callerError(ctx context.Context, err error) error {
 func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
 	if ctx.Err() != nil {
 		return cancelledError()
+	}
+	if sc.sess.closing() {
+		// The close closed the connection under the request.
+		return sc.sessionClosedError().WithServer(sc.name, tool)
 	}
 	if pe, ok := sc.authorizationError(err); ok {
 		pe.Data.Tool = tool
