@@ -31,7 +31,7 @@ export interface LauncherParams {
 
 /** Bounds the host may tune; 0 or absent means the default. */
 export interface Limits {
-  /** Accepted and ignored in this protocol version: the frame limit is the --max-frame-bytes flag. */
+  /** Largest frame the host sends, from the first frame read after initialize's answer (at least 4096): lowers the --max-frame-bytes flag's limit (default 64 MiB), never raises it. */
   maxFrameBytes?: number;
   /** Longest qualified tool name (default 64, at least 16). */
   maxToolNameBytes?: number;
