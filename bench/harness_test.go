@@ -44,6 +44,11 @@ type host struct {
 	hc   *hostclient.Client
 	pid  int // the sidecar process; 0 in process
 	stop func()
+	// cacheDir is initialize's default cache folder. It is made before
+	// stop is registered, so that cleanup (last in, first out) stops the
+	// sidecar before it removes the folder a background refresh may still
+	// be writing to.
+	cacheDir string
 
 	toolsChanged atomic.Int64 // mcp/toolsChanged notifications seen
 	// completes receives one value per mcp/startupComplete.
@@ -63,7 +68,7 @@ type hostOptions struct {
 // host's end (EOF: the sidecar ends every child) and waits for the sidecar.
 func startHost(tb testing.TB, o hostOptions) *host {
 	tb.Helper()
-	h := &host{tb: tb, completes: make(chan struct{}, 1024)}
+	h := &host{tb: tb, completes: make(chan struct{}, 1024), cacheDir: tb.TempDir()}
 	var r io.ReadCloser
 	var w io.WriteCloser
 	var wait func()
@@ -166,7 +171,7 @@ func (h *host) mustCall(method string, params, result any) {
 func (h *host) initialize(servers map[string]*config.ServerConfig, features map[string]bool, cacheDir string) {
 	h.tb.Helper()
 	if cacheDir == "" {
-		cacheDir = h.tb.TempDir()
+		cacheDir = h.cacheDir
 	}
 	params := map[string]any{
 		"clientInfo": map[string]any{"name": "bench"},
