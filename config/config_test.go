@@ -439,7 +439,7 @@ F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supporte
 		{"envFile on http server", ".vscode/mcp.json", `{"servers": {"s": {"type": "http", "url": "https://h/mcp", "envFile": "x.env"}}}`, nil,
 			`F: server "s": key "envFile": not supported for a streamable HTTP server (url); it applies only to stdio servers (command)`},
 		{"envFile is a directory", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "."}}}`, nil,
-			`F: server "s": key "envFile": . is not a regular file`},
+			`F: server "s": key "envFile": . is not a regular file (a directory)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
