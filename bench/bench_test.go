@@ -69,7 +69,7 @@ func BenchmarkLazyStartup(b *testing.B) {
 		b.Run("server="+kind, func(b *testing.B) {
 			servers := lazyConfigs(b, kind)
 			cacheDir := b.TempDir()
-			warmCache(b, servers, cacheDir)
+			warmCache(b, servers, lazyFeatures(false), cacheDir)
 			for _, lazy := range []bool{true, false} {
 				name := "startup=eager"
 				if lazy {
@@ -79,7 +79,7 @@ func BenchmarkLazyStartup(b *testing.B) {
 					var total time.Duration
 					spawned := 0
 					for range b.N {
-						d, n, _ := lazyRound(b, servers, cacheDir, lazy)
+						d, n, _ := lazyRound(b, servers, lazyFeatures(false), cacheDir, lazy)
 						total += d
 						spawned += n
 					}

@@ -203,11 +203,18 @@ func lazyConfigs(tb testing.TB, kind string) map[string]*config.ServerConfig {
 	return servers
 }
 
+// lazyFeatures are initialize's features for measurement 3: lazy startup,
+// and mcp_tool_list_changed as told (server-everything announces changes
+// right after initialized, which must not keep its catalog off the disk).
+func lazyFeatures(listChanged bool) map[string]bool {
+	return map[string]bool{"mcp_lazy_stdio_startup": true, "mcp_tool_list_changed": listChanged}
+}
+
 // warmCache runs one eager session so that cacheDir holds every catalog.
-func warmCache(tb testing.TB, servers map[string]*config.ServerConfig, cacheDir string) {
+func warmCache(tb testing.TB, servers map[string]*config.ServerConfig, features map[string]bool, cacheDir string) {
 	tb.Helper()
 	h := startHost(tb, hostOptions{})
-	h.initialize(servers, nil, cacheDir)
+	h.initialize(servers, features, cacheDir)
 	h.open("eager", nil)
 	h.stop()
 }
@@ -215,10 +222,10 @@ func warmCache(tb testing.TB, servers map[string]*config.ServerConfig, cacheDir 
 // lazyRound is session/open to a full tools/list in a fresh sidecar; it
 // returns the time, the number of processes the sidecar spawned meanwhile
 // and the number of tools listed.
-func lazyRound(tb testing.TB, servers map[string]*config.ServerConfig, cacheDir string, lazy bool) (time.Duration, int, int) {
+func lazyRound(tb testing.TB, servers map[string]*config.ServerConfig, features map[string]bool, cacheDir string, lazy bool) (time.Duration, int, int) {
 	tb.Helper()
 	h := startHost(tb, hostOptions{})
-	h.initialize(servers, map[string]bool{"mcp_lazy_stdio_startup": true}, cacheDir)
+	h.initialize(servers, features, cacheDir)
 	startup := "lazy"
 	if !lazy {
 		startup = "eager"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the npm-dependent benchmark (measurement 3, ten
-# server-everything servers) needs into bench/.work/, never committed.
-# Without it that benchmark skips with a message; everything else runs.
+# Installs server-everything, which the npm-dependent benchmark rows need
+# (measurements 1 and 7 on server-everything, measurement 3's ten servers),
+# into bench/.work/, never committed. Without it those rows skip with a
+# message; everything else runs.
 set -euo pipefail
 cd "$(dirname "$0")"
-version=2026.8.31 # the version the conformance suite and FIELD-NOTES.md pin
+version=2026.8.31 # the version conformance/package.json pins
 mkdir -p .work
 if [ ! -f .work/package.json ]; then
   printf '{"name":"mcp-sidecar-bench","private":true}\n' > .work/package.json

@@ -128,7 +128,7 @@ func TestListChangedBetweenPages(t *testing.T) {
 	// listing 4 tools in pages 4-7; just before answering page 5 the
 	// server notifies again, so that listing is overtaken and retried.
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
-		CountFile: count, PageSize: 1, NotifyToolsChangedAtList: 5,
+		CountFile: count, PageSize: 1, NotifyToolsChangedAtList: []int{5},
 		Tools: []fixture.ToolSpec{tool("add", "add_tool"), tool("b", "echo"), tool("c", "echo")},
 	})}, listChangedOn)
 	open := h.open(map[string]any{"startup": "eager"})

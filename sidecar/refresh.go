@@ -40,28 +40,53 @@ func (sc *serverConn) isStaleLocked() bool {
 
 // onToolListChanged runs on go-sdk's notification goroutine: it records and
 // wakes a refresher, and never blocks.
-// During startup it only counts: the first listing begins after initialize,
-// so it sees the change anyway.
+//
+// With mcp_tool_list_changed off a notification changes nothing: it is not
+// counted, so no listing counts as overtaken, the catalog in use is not
+// stale and the disk entry stays (it holds what the live sessions serve).
+// With it on, the scope's disk entry goes at once, whatever the refresh
+// that follows does: a later listing (the startup's own, or a refresh)
+// writes it again.
 func (sc *serverConn) onToolListChanged() {
-	sc.mu.Lock()
-	sc.list.changes++
-	enabled := sc.sess.env.feature(FeatureToolListChanged)
-	start := enabled && !sc.list.bgPending && sc.state == protocol.StateReady
-	if start {
-		sc.list.bgPending = true
-	}
-	sc.mu.Unlock()
-	if !enabled {
+	if !sc.sess.env.feature(FeatureToolListChanged) {
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "info", fmt.Sprintf("server %q sent notifications/tools/list_changed (ignored: %s is off)", sc.name, FeatureToolListChanged))
 		return
 	}
-	// Any shared startup listing of this scope is now outdated, and so is
-	// its disk entry, whatever the refresh that follows does. The disk is
-	// not touched on this goroutine (a write in progress holds cacheMu).
+	sc.mu.Lock()
+	sc.list.changes++
+	notification := sc.list.changes
+	// During startup it only counts: the startup lists again if its
+	// listing was overtaken, and a catalog still stale when the server
+	// becomes ready is refreshed then.
+	start := sc.claimRefresherLocked()
+	sc.mu.Unlock()
+	// Any shared startup listing of this scope is now outdated.
 	sc.sess.env.shared.Invalidate(sc.scopeKey)
-	notified := time.Now()
-	sc.sess.track(func() { sc.invalidateDisk(notified) })
-	if start && !sc.sess.track(sc.backgroundRefresh) {
+	// The disk is not touched on this goroutine (a write in progress
+	// holds cacheMu), unless the session is closing: then nothing else
+	// would remove the entry.
+	if !sc.sess.track(func() { sc.invalidateDisk(notification) }) {
+		sc.invalidateDisk(notification)
+	}
+	if start {
+		sc.startRefresher()
+	}
+}
+
+// claimRefresherLocked reports whether the caller must start a background
+// refresher: the catalog is stale and none runs.
+func (sc *serverConn) claimRefresherLocked() bool {
+	if sc.list.bgPending || !sc.isStaleLocked() {
+		return false
+	}
+	sc.list.bgPending = true
+	return true
+}
+
+// startRefresher runs the background refresher claimed with
+// claimRefresherLocked.
+func (sc *serverConn) startRefresher() {
+	if !sc.sess.track(sc.backgroundRefresh) {
 		sc.mu.Lock()
 		sc.list.bgPending = false
 		sc.mu.Unlock()
@@ -196,16 +221,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 			if ctx.Err() != nil {
 				return cancelledError()
 			}
-			// The catalog kept is stale: its disk entry must not outlive
-			// this failure (the notification's own invalidation may not
-			// have run yet).
-			sc.invalidateDisk(time.Now())
-			sc.mu.Lock()
-			sc.list.failedAt = sc.sess.srv.now()
-			sc.lastErr = fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
-			msg := sc.lastErr
-			sc.mu.Unlock()
-			sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
+			msg := sc.listingFailed(err)
 			return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry()
 		}
 		sc.mu.Lock()
@@ -234,7 +250,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		// cached.
 		if !overtaken {
 			listedAt := time.Now()
-			sc.sess.track(func() { sc.storeCacheAt(conn, items, listedAt) })
+			sc.sess.track(func() { sc.storeCacheAt(conn, items, gen, listedAt) })
 		}
 		if changed {
 			sc.sess.rebuildCatalog()
@@ -242,4 +258,23 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		}
 		return nil
 	}
+}
+
+// listingFailed reports a failed listing of a catalog that stays in use,
+// stale: a refresh, or a startup's listing again after a notification
+// overtook its first. The disk entry goes if a notification outdated it
+// (its own removal may not have run yet), the cooldown starts, and the
+// failure is servers/status's lastError until the next startup.
+func (sc *serverConn) listingFailed(err error) string {
+	sc.mu.Lock()
+	notification := sc.list.changes
+	sc.mu.Unlock()
+	sc.invalidateDisk(notification)
+	msg := fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
+	sc.mu.Lock()
+	sc.list.failedAt = sc.sess.srv.now()
+	sc.lastErr = msg
+	sc.mu.Unlock()
+	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
+	return msg
 }

@@ -100,6 +100,10 @@ type startAttempt struct {
 	// while this attempt was the server's current one: a retry waits for
 	// normal readiness. Guarded by serverConn.mu.
 	earlyRejected bool
+	// listErr is the failure of listing again after a notification
+	// overtook the startup's listing: the server becomes ready with that
+	// listing, stale, and this is its lastError.
+	listErr string
 }
 
 // serverConn is one server in one session.
@@ -144,10 +148,15 @@ type serverConn struct {
 	skipped      int
 	firstSkipped string
 
-	// cacheMu orders disk cache writes of this server: a refresh writes in
-	// the background, and an older listing must not overwrite a newer one.
+	// cacheMu orders the disk cache writes and removals of this server:
+	// they run in the background, and neither an older listing nor one a
+	// notification outdated may overwrite a newer one. cacheGen is the
+	// listState.changes value of the last listing written or notification
+	// acted on, cacheWritten the time of that listing (zero after a
+	// removal).
 	cacheMu      sync.Mutex
-	cacheWritten time.Time // ListedAt of the last entry written
+	cacheGen     uint64
+	cacheWritten time.Time
 }
 
 func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
@@ -597,37 +606,57 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	a.conn = conn
 	close(a.initialized)
-	sc.mu.Lock()
-	gen := sc.list.changes
-	sc.mu.Unlock()
-	items, tools, err := sc.listTools(ctx, conn, true)
+	items, tools, gen, current, err := sc.listAtStartup(ctx, a, conn)
 	if err != nil {
 		// The failure is reported now; the process ends after.
 		sc.background(func() { conn.Close() })
 		return nil, nil, err
 	}
 	sc.resubscribe(ctx, conn)
-	sc.mu.Lock()
-	// Notifications that arrived before the listing began are reflected in
-	// it; later ones leave the catalog stale, and then it is not cached.
-	sc.list.listed = gen
-	current := sc.list.changes == gen
-	sc.mu.Unlock()
 	if current {
-		sc.storeCache(conn, items)
+		sc.storeCacheAt(conn, items, gen, time.Now())
 	}
 	return conn, tools, nil
 }
 
-// storeCache writes a live listing to the disk cache, unless the server
-// opted out of caching. A failure is reported, never fatal.
-func (sc *serverConn) storeCache(conn *mcpclient.Conn, items []json.RawMessage) {
-	sc.storeCacheAt(conn, items, time.Now())
+// listAtStartup makes the startup's listing of conn and reports whether it
+// is current: no notification came after it began. An overtaken listing may
+// mix versions, so it is listed again, at most maxOvertakenListings times;
+// if listing again fails, the overtaken listing is kept, stale, as after a
+// failed refresh (a.listErr says why). Notifications that came before the
+// listing began are reflected in it. A catalog still stale when the server
+// becomes ready is refreshed then (finishStart).
+func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *mcpclient.Conn) (items []json.RawMessage, tools []catalog.Tool, gen uint64, current bool, err error) {
+	for try := 0; ; try++ {
+		sc.mu.Lock()
+		began := sc.list.changes
+		sc.mu.Unlock()
+		// Only the first listing may be shared: the notification that
+		// overtook it invalidated the scope's shared listing.
+		got, filtered, err := sc.listTools(ctx, conn, try == 0)
+		if err != nil {
+			if try == 0 || ctx.Err() != nil {
+				return nil, nil, 0, false, err
+			}
+			a.listErr = sc.listingFailed(err)
+			return items, tools, gen, false, nil
+		}
+		items, tools, gen = got, filtered, began
+		sc.mu.Lock()
+		sc.list.listed = gen
+		current = sc.list.changes == gen
+		sc.mu.Unlock()
+		if current || try == maxOvertakenListings {
+			return items, tools, gen, current, nil
+		}
+	}
 }
 
-// storeCacheAt writes a listing made at listedAt, unless a newer one was
-// written already.
-func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage, listedAt time.Time) {
+// storeCacheAt writes a live listing, made at listedAt when
+// listState.changes was gen, to the disk cache, unless the server opted out
+// of caching or a newer listing or a later notification was acted on
+// already. A failure is reported, never fatal.
+func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage, gen uint64, listedAt time.Time) {
 	disk := sc.sess.env.disk
 	if disk == nil || !cacheable(conn) {
 		return
@@ -635,10 +664,10 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: items}
 	sc.cacheMu.Lock()
 	defer sc.cacheMu.Unlock()
-	if entry.ListedAt.Before(sc.cacheWritten) {
-		return // a newer listing was written already
+	if gen < sc.cacheGen || gen == sc.cacheGen && listedAt.Before(sc.cacheWritten) {
+		return
 	}
-	sc.cacheWritten = entry.ListedAt
+	sc.cacheGen, sc.cacheWritten = gen, listedAt
 	if err := disk.Store(sc.scopeKey, entry); err != nil {
 		if sc.sess.env.untrustedDir(err) {
 			sc.sess.reportUntrustedDir(sc, err)
@@ -650,21 +679,21 @@ func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage
 	sc.sess.env.cacheRepaired(sc.scopeKey)
 }
 
-// invalidateDisk removes the scope's disk entry, which a list_changed
-// notification at notified outdated, unless a listing made after it was
-// written already; listings made before it are refused from now on. A
-// failure is reported, never fatal.
-func (sc *serverConn) invalidateDisk(notified time.Time) {
+// invalidateDisk removes the scope's disk entry, which the list_changed
+// notification counted as notification outdated, unless a listing that
+// began after it was written already; listings that began before it are
+// refused from now on. A failure is reported, never fatal.
+func (sc *serverConn) invalidateDisk(notification uint64) {
 	disk := sc.sess.env.disk
 	if disk == nil {
 		return
 	}
 	sc.cacheMu.Lock()
 	defer sc.cacheMu.Unlock()
-	if sc.cacheWritten.After(notified) {
+	if notification <= sc.cacheGen {
 		return
 	}
-	sc.cacheWritten = notified
+	sc.cacheGen, sc.cacheWritten = notification, time.Time{}
 	if err := disk.Remove(sc.scopeKey); err != nil {
 		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("outdated catalog cache of server %q not removed: %v", sc.name, err))
 	}
@@ -744,7 +773,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.conn = conn
 			sc.tools = tools
 			sc.catalogSrc = protocol.CatalogLive
-			sc.lastErr = ""
+			sc.lastErr = a.listErr
 			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
 		} else if endedNotFailed(err) {
@@ -764,10 +793,18 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 	if err == nil {
 		sess.rebuildCatalog()
 		sc.mu.Lock()
+		refresh := false
 		if sc.attempt == a && sc.conn == conn {
 			sc.state = protocol.StateReady
+			// A notification the startup's listing does not reflect is
+			// followed by a refresh, as it would be had the server been
+			// ready when it came.
+			refresh = sc.claimRefresherLocked()
 		}
 		sc.mu.Unlock()
+		if refresh {
+			sc.startRefresher()
+		}
 		// Startups run in rounds that close waits for before it waits for
 		// the watchers: this Add comes before that Wait.
 		sess.watchers.Add(1)

@@ -1,6 +1,7 @@
 package peoplecli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,16 +48,47 @@ func Demo(ctx context.Context, env Env, args []string) int {
 }
 
 // demoPrinter serialises the demo's output: notifications arrive on the
-// host client's read loop while calls print from the main goroutine.
+// host client's read loop while calls print from the main goroutine. The
+// read loop may print a notification before the main goroutine has printed
+// the answer that preceded it on the wire, so notifications can be held
+// (hold) and printed after that answer (release): the transcript then shows
+// the wire's order on every run, as the README quotes it.
 type demoPrinter struct {
-	mu  sync.Mutex
-	out io.Writer
+	mu   sync.Mutex
+	out  io.Writer
+	held *bytes.Buffer // notification lines waiting for release; nil when not holding
 }
 
 func (p *demoPrinter) printf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.out, format, args...)
+}
+
+// notef prints a notification's line, or keeps it while held.
+func (p *demoPrinter) notef(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		fmt.Fprintf(p.held, format, args...)
+		return
+	}
+	fmt.Fprintf(p.out, format, args...)
+}
+
+func (p *demoPrinter) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = new(bytes.Buffer)
+}
+
+func (p *demoPrinter) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		p.out.Write(p.held.Bytes())
+		p.held = nil
+	}
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) error {
@@ -67,7 +99,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 	out := &demoPrinter{out: stdout}
 	out.printf("mcp-sidecar demo: a harness spawns the sidecar, which runs one MCP server\n(the example server embedded in this binary). -> host to sidecar, <- sidecar to host.\n\n")
 
-	cmd := exec.CommandContext(ctx, exe, "serve", "-log-level", "error")
+	cmd := exec.CommandContext(ctx, exe, "serve", "--log-level", "error")
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -96,11 +128,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 				if p.Error != "" {
 					detail = ": " + p.Error
 				}
-				out.printf("<- mcp/startupStatus    %s is %s%s (round %d)\n", p.Server, p.Status, detail, p.Round)
+				out.notef("<- mcp/startupStatus    %s is %s%s (round %d)\n", p.Server, p.Status, detail, p.Round)
 			case protocol.NotifyStartupComplete:
 				var p protocol.StartupCompleteParams
 				_ = json.Unmarshal(n.Params, &p)
-				out.printf("<- mcp/startupComplete  round %d: ready %v, failed %d, cancelled %v\n", p.Round, p.Ready, len(p.Failed), p.Cancelled)
+				out.notef("<- mcp/startupComplete  round %d: ready %v, failed %d, cancelled %v\n", p.Round, p.Ready, len(p.Failed), p.Cancelled)
 				select {
 				case complete <- struct{}{}:
 				default:
@@ -112,7 +144,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 				if p.Value.Total != nil {
 					total = fmt.Sprintf("/%g", *p.Value.Total)
 				}
-				out.printf("<- $/progress           token %s: %g%s %s\n", p.Token, p.Value.Progress, total, p.Value.Message)
+				out.notef("<- $/progress           token %s: %g%s %s\n", p.Token, p.Value.Progress, total, p.Value.Message)
 			}
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -146,10 +178,15 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 
 	out.printf("-> session/open         {\"startup\":\"eager\"}\n")
 	var open protocol.SessionOpenResult
-	if err := client.Call(ctx, protocol.MethodSessionOpen, map[string]any{"startup": "eager"}, &open); err != nil {
+	out.hold() // round 0's notifications follow the answer on the wire: print them after it
+	err = client.Call(ctx, protocol.MethodSessionOpen, map[string]any{"startup": "eager"}, &open)
+	if err == nil {
+		out.printf("     session %s: %v\n", open.SessionID, open.Servers)
+	}
+	out.release()
+	if err != nil {
 		return fmt.Errorf("session/open: %w", err)
 	}
-	out.printf("     session %s: %v\n", open.SessionID, open.Servers)
 	select {
 	case <-complete:
 	case <-ctx.Done():
