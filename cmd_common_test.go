@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // server is one entry of a test config: a fixture server, plus extra
@@ -78,8 +79,25 @@ type result struct {
 func runCmd(t *testing.T, stdin io.Reader, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, stdin, &stdout, &stderr)
+	code := runChecked(t, args, stdin, &stdout, &stderr)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// runChecked runs the program as run does, checking every message between
+// the command and its in-process sidecar against the protocol schema.
+func runChecked(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	t.Helper()
+	checker, err := schema.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := processEnv(stdin, stdout, stderr)
+	env.Checker = checker
+	code := runEnv(args, env)
+	if err := checker.Err(); err != nil {
+		t.Errorf("mcp-sidecar %s: messages that do not match the protocol schema:\n%v", strings.Join(args, " "), err)
+	}
+	return code
 }
 
 func (r result) String() string {
