@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -98,6 +99,36 @@ func runChecked(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.
 		t.Errorf("mcp-sidecar %s: messages that do not match the protocol schema:\n%v", strings.Join(args, " "), err)
 	}
 	return code
+}
+
+// TestCmdMessagesAreChecked: runCmd's checker sees the messages of the
+// command's in-process sidecar. Against a schema in which initialize has
+// no clientInfo, the initialize every command sends is a mismatch.
+func TestCmdMessagesAreChecked(t *testing.T) {
+	isolate(t)
+	var doc map[string]any
+	if err := json.Unmarshal(schema.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc["$defs"].(map[string]any)["InitializeParams"].(map[string]any)["properties"].(map[string]any), "clientInfo")
+	altered, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := schema.Compile(altered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := schema.NewCheckerOf(model)
+	var stdout, stderr bytes.Buffer
+	env := processEnv(nil, &stdout, &stderr)
+	env.Checker = checker
+	if code := runEnv([]string{"tools", "--config", writeConfig(t, server{name: "a", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})}, env); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if err := checker.Err(); err == nil || !strings.Contains(err.Error(), `unexpected additional properties ["clientInfo"]`) {
+		t.Errorf("checker: %v, want the command's clientInfo reported", err)
+	}
 }
 
 func (r result) String() string {
