@@ -15,5 +15,7 @@
 // corpus/capture.sh) with their queries; TestSearchQuality and
 // TestTokenEstimate check them in every test run.
 //
-// See README.md in this directory for the figures and how they were made.
+// README.md in this directory says how the figures are made and has the
+// call-path and tool-search details; the repository's README.md has the
+// table of the last full run.
 package bench

@@ -17,6 +17,9 @@ type Tool struct {
 	Approval string
 
 	Title, Description string
+	// TaskSupport is execution.taskSupport ("required", "optional",
+	// "forbidden"), "" when absent or not a string.
+	TaskSupport string
 
 	// InputSchema, OutputSchema, Annotations and Meta are copies of the
 	// corresponding members of Raw, byte for byte; absent (or null) optional
@@ -157,6 +160,7 @@ type wireTool struct {
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
 	Meta         json.RawMessage `json:"_meta"`
+	Execution    json.RawMessage `json:"execution"`
 }
 
 // ParseTools parses the raw tool items of one server, in the server's order.
@@ -215,6 +219,13 @@ func parseTool(server string, item json.RawMessage) (Tool, error) {
 		return Tool{}, fmt.Errorf("tool %q: inputSchema is not an object", name)
 	}
 	t.InputSchema = w.InputSchema
+	if len(w.Execution) > 0 {
+		var e struct {
+			TaskSupport string `json:"taskSupport"`
+		}
+		_ = json.Unmarshal(w.Execution, &e) // an execution of another shape is not this version's to judge
+		t.TaskSupport = e.TaskSupport
+	}
 	for _, m := range []struct {
 		key string
 		src json.RawMessage

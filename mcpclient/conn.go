@@ -255,7 +255,7 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 			return nil, err
 		}
 		c.proc = p
-		c.rawCalls = &rawCalls{}
+		c.rawCalls = &rawCalls{server: opts.Name}
 		transport = &rawTransport{
 			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls, writeFailed: c.inputClosed},
 			onConn:     func(rc *rawConn) { c.raw = rc },
@@ -587,6 +587,9 @@ func (c *Conn) end(cause error) {
 		c.errMu.Unlock()
 		close(c.done)
 		c.cancelLife()
+		if c.rawCalls != nil {
+			c.rawCalls.fail(cause)
+		}
 	})
 }
 
@@ -715,10 +718,9 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 // callTool is CallTool with the task parameter when task is not nil. Over
 // stdio it takes the raw path (rawcall.go).
 func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	} else if !json.Valid(args) {
-		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+	args, err := c.checkCallParams(name, args, task)
+	if err != nil {
+		return nil, err
 	}
 	if c.rawCallsUsable() {
 		return c.callToolRaw(ctx, name, args, meta, task)
@@ -736,6 +738,20 @@ func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, 
 	return c.call(ctx, "tools/call", func(ctx context.Context) (any, error) {
 		return c.session.CallTool(ctx, params)
 	})
+}
+
+// checkCallParams checks the arguments (nil means {}) and the task (nil
+// or an object) of a tools/call and returns the arguments to send.
+func (c *Conn) checkCallParams(name string, args, task json.RawMessage) (json.RawMessage, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	} else if !json.Valid(args) {
+		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+	}
+	if task != nil && (!isObject(task) || !json.Valid(task)) {
+		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
+	}
+	return args, nil
 }
 
 // codeRejected is the code of go-sdk's jsonrpc2.ErrRejected, which its

@@ -253,6 +253,42 @@ func (c *lineConn) writeParts(parts ...[]byte) error {
 	return nil
 }
 
+// noWaitWriter writes what the server's input takes at once (stdin's
+// onceCloser).
+type noWaitWriter interface {
+	writeNoWait(b []byte) int
+}
+
+// writeNoWait writes msg, one whole message, without blocking its caller
+// (the host's read loop sends tools/call this way, and one server that does
+// not read its input must not hold up the others): what the server's input
+// takes at once is written here, the rest by a goroutine that spawn starts,
+// which holds the write lock until it is done, so that no other message
+// comes between. It reports false, having written nothing, when it cannot
+// try: the lock is held, or the writer has no way to write without
+// blocking; the caller then writes from a goroutine. spawn reports false
+// when the connection ended (nothing more is written then).
+func (c *lineConn) writeNoWait(msg []byte, spawn func(func()) bool) bool {
+	nw, ok := c.w.(noWaitWriter)
+	if !ok || !c.wmu.TryLock() {
+		return false
+	}
+	n := nw.writeNoWait(msg)
+	if n == len(msg) {
+		c.wmu.Unlock()
+		return true
+	}
+	rest := msg[n:]
+	if !spawn(func() {
+		defer c.wmu.Unlock()
+		_, err := c.w.Write(rest)
+		_ = c.writeErr(err)
+	}) {
+		c.wmu.Unlock()
+	}
+	return true
+}
+
 func (c *lineConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 )
@@ -26,26 +27,31 @@ import (
 //
 // Progress and list_changed notifications keep their wire order: they are
 // delivered on the same read path, before the line that answers the call.
+//
+// A call need not wait in a goroutine of its own (StartToolCall): its line
+// is written without blocking (what the server's input does not take at
+// once goes on a goroutine of the connection), and its answer is handed to
+// a callback on the read path. CallTool waits on that callback.
 
 // rawCalls are the tools/call requests of one stdio connection written
-// here, waiting for their response lines.
+// here, waiting for their response lines. The waiting map decides each
+// call's fate: whoever takes a call out of it (its response, its caller
+// giving up, the connection's end) is the one that ends it, once.
 type rawCalls struct {
-	conn *lineConn // set once go-sdk connected the transport
+	server string    // for error messages
+	conn   *lineConn // set once go-sdk connected the transport
+
+	seq atomic.Uint64 // the number of the last id "rN" issued
 
 	mu      sync.Mutex
-	next    uint64
-	waiting map[string]chan rawReply // by the id's JSON text
+	waiting map[uint64]func(json.RawMessage, error) // by the number of the id
+	ended   error                                   // the connection's end: no call starts after it
 
-	// bg counts the notifications/cancelled writes in flight, so that
-	// teardown can wait for them (they end when the pipe closes).
+	// bg counts the goroutines that write for a call off its caller's path
+	// (the rest of a line the server's input did not take at once, a
+	// notifications/cancelled) or end calls when the connection ended, so
+	// that teardown can wait for them (writes end when the pipe closes).
 	bg sync.WaitGroup
-}
-
-// rawReply is the response line to a raw call: its result or its error
-// member, slices of the line.
-type rawReply struct {
-	result json.RawMessage
-	errv   json.RawMessage
 }
 
 // maxRawCallProtocol is the latest protocol version whose tools/call the
@@ -59,116 +65,216 @@ func (c *Conn) rawCallsUsable() bool {
 		c.protocol != "" && c.protocol <= maxRawCallProtocol
 }
 
-// callToolRaw is callTool over the raw path. args are valid JSON; task is
-// nil or a JSON object.
-func (c *Conn) callToolRaw(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
-	select {
-	case <-c.done:
-		return nil, c.Err()
-	default:
+// ErrNotStartable is StartToolCall's answer on a connection where a call
+// cannot be sent without waiting (Streamable HTTP, or a protocol version
+// the raw path does not write): use CallTool or CallToolTask.
+var ErrNotStartable = errors.New("tools/call cannot be started without waiting on this connection")
+
+// CanStartToolCall reports whether StartToolCall works on c (it does over
+// stdio, for the protocol versions the raw path writes).
+func (c *Conn) CanStartToolCall() bool { return c.rawCallsUsable() }
+
+// PendingCall is a tools/call started by StartToolCall.
+type PendingCall struct {
+	rc *rawCalls
+	n  uint64
+}
+
+// StartToolCall sends tools/call and returns without waiting for the
+// answer, and without blocking: what the server's input does not take at
+// once is written by a goroutine of the connection. done gets the result
+// (the server's bytes) or the error exactly once, unless Cancel reports
+// that it took the call back: on the connection's read path when the
+// response arrives (after the notifications the server sent before it,
+// in their order), or, when the connection ends first, on a goroutine of
+// the connection with the connection's error (Err). done must not block
+// for long: it holds up the server's later messages.
+//
+// args are the raw arguments (nil means {}), meta the _meta entries as
+// for CallTool, task nil or the task parameter (a JSON object). It
+// returns ErrNotStartable where the call needs CallTool, and the
+// connection's error once it ended; done is not called then.
+func (c *Conn) StartToolCall(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done func(json.RawMessage, error)) (PendingCall, error) {
+	if !c.rawCallsUsable() {
+		return PendingCall{}, ErrNotStartable
 	}
+	args, err := c.checkCallParams(name, args, task)
+	if err != nil {
+		return PendingCall{}, err
+	}
+	return c.rawCalls.start(name, args, meta, task, done)
+}
+
+// Cancel takes the call back: done will not be called, and the server is
+// sent notifications/cancelled with cause as its reason. It reports false
+// when the call had ended already (done was called or is being called).
+func (p PendingCall) Cancel(cause error) bool {
+	if !p.rc.forget(p.n) {
+		return false
+	}
+	p.rc.cancelled(p.n, cause)
+	return true
+}
+
+// callToolRaw is callTool over the raw path, waiting for the answer. args
+// are valid JSON; task is nil or a JSON object.
+func (c *Conn) callToolRaw(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rc := c.rawCalls
-	id, reply := rc.start()
-	if err := rc.write(id, name, args, meta, task); err != nil {
-		rc.forget(id)
-		if waitClosed(c.done, 2*time.Second) {
-			return nil, c.Err()
-		}
-		return nil, fmt.Errorf("server %q: tools/call: %w: %w", c.name, ErrConnectionLost, err)
+	type answer struct {
+		result json.RawMessage
+		err    error
+	}
+	ch := make(chan answer, 1)
+	call, err := c.rawCalls.start(name, args, meta, task, func(res json.RawMessage, err error) {
+		ch <- answer{res, err} // buffered: never blocks
+	})
+	if err != nil {
+		return nil, err
 	}
 	select {
-	case r := <-reply:
-		return c.rawResult(r)
+	case a := <-ch:
+		return a.result, a.err
 	case <-ctx.Done():
-		if !rc.forget(id) {
-			return c.rawResult(<-reply) // the answer won the race
+		if call.Cancel(ctx.Err()) {
+			return nil, ctx.Err()
 		}
-		rc.cancelled(id, ctx.Err())
-		return nil, ctx.Err()
-	case <-c.done:
-		if !rc.forget(id) {
-			return c.rawResult(<-reply)
-		}
-		return nil, c.Err()
+		a := <-ch // the answer won the race
+		return a.result, a.err
 	}
 }
 
-// rawResult turns a response into CallTool's result.
-func (c *Conn) rawResult(r rawReply) (json.RawMessage, error) {
-	if r.errv == nil {
-		if err := c.checkResult("tools/call", r.result); err != nil {
-			return nil, err
-		}
-		return r.result, nil
+// start registers a call and writes its line. The line is built before
+// the call is registered, so that an encoding error leaves nothing behind,
+// and the call is registered before a byte is written, so that no answer
+// can come before it.
+func (rc *rawCalls) start(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done func(json.RawMessage, error)) (PendingCall, error) {
+	n := rc.seq.Add(1)
+	parts, err := encodeToolCall(n, name, args, meta, task)
+	if err != nil {
+		return PendingCall{}, fmt.Errorf("server %q: tool %q: %w", rc.server, name, err)
 	}
-	var e struct {
-		Code    int64           `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(r.errv, &e); err != nil {
-		return nil, fmt.Errorf("server %q: tools/call: malformed error %.200s: %w", c.name, r.errv, err)
-	}
-	return nil, &ServerError{Server: c.name, Method: "tools/call", Code: e.Code, Message: e.Message, Data: e.Data}
-}
-
-// start registers a new call and returns its id text and where its answer
-// arrives.
-func (rc *rawCalls) start() (string, chan rawReply) {
-	ch := make(chan rawReply, 1)
 	rc.mu.Lock()
-	rc.next++
-	id := `"r` + strconv.FormatUint(rc.next, 10) + `"`
-	if rc.waiting == nil {
-		rc.waiting = make(map[string]chan rawReply)
+	if rc.ended != nil {
+		err := rc.ended
+		rc.mu.Unlock()
+		return PendingCall{}, err
 	}
-	rc.waiting[id] = ch
+	if rc.waiting == nil {
+		rc.waiting = make(map[uint64]func(json.RawMessage, error))
+	}
+	rc.waiting[n] = done
 	rc.mu.Unlock()
-	return id, ch
+	// A failed write ends the connection (lineConn.writeErr), and its end
+	// ends this call with the connection's error: the write's error is
+	// not the call's to report.
+	if len(parts) > 1 || !rc.conn.writeNoWait(parts[0], rc.goBG) {
+		rc.goBG(func() { _ = rc.conn.writeParts(parts...) })
+	}
+	return PendingCall{rc: rc, n: n}, nil
 }
 
-// forget stops waiting for id; false if its answer was delivered already.
-func (rc *rawCalls) forget(id string) bool {
+// goBG runs f on a goroutine that teardown waits for, unless the
+// connection ended (then f does not run, and it reports false): the
+// WaitGroup gains no work once teardown waits on it.
+func (rc *rawCalls) goBG(f func()) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	_, ok := rc.waiting[id]
-	delete(rc.waiting, id)
+	if rc.ended != nil {
+		return false
+	}
+	rc.bg.Go(f)
+	return true
+}
+
+// forget takes the call n back; false if it had ended already.
+func (rc *rawCalls) forget(n uint64) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	_, ok := rc.waiting[n]
+	delete(rc.waiting, n)
 	return ok
 }
 
-// take delivers line if it answers a raw call, and reports whether it did
-// (or whether it is the late answer of one given up): such a line is not
+// fail ends every waiting call with the connection's error and lets no
+// call start again. It runs once the connection ended, before teardown
+// waits for bg.
+func (rc *rawCalls) fail(cause error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.ended != nil {
+		return
+	}
+	rc.ended = cause
+	if len(rc.waiting) == 0 {
+		return
+	}
+	waiting := rc.waiting
+	rc.waiting = nil
+	// Off the connection's teardown: a caller's done may write to a host
+	// that is slow to read.
+	rc.bg.Go(func() {
+		for _, done := range waiting {
+			done(nil, cause)
+		}
+	})
+}
+
+// take ends the call line answers, and reports whether line answers a raw
+// call (or is the late answer of one given up): such a line is not
 // go-sdk's. It runs on the read path, in wire order.
 func (rc *rawCalls) take(line []byte) bool {
 	id, result, errv, ok := responseMembers(line)
 	if !ok || !bytes.HasPrefix(id, []byte(`"r`)) {
 		return false
 	}
+	n, err := strconv.ParseUint(string(id[2:len(id)-1]), 10, 64)
+	if err != nil {
+		return true // not an id issued here: dropped
+	}
 	rc.mu.Lock()
-	ch, waiting := rc.waiting[string(id)]
-	delete(rc.waiting, string(id))
+	done := rc.waiting[n]
+	delete(rc.waiting, n)
 	rc.mu.Unlock()
-	if waiting {
-		ch <- rawReply{result: result, errv: errv} // buffered: never blocks
+	if done != nil {
+		done(rc.result(result, errv))
 	}
 	return true
 }
 
-// write writes the tools/call request line: one write for a small request,
-// three (head, arguments in place, tail) for large arguments.
-func (rc *rawCalls) write(id, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) error {
+// result turns a response's members into StartToolCall's result.
+func (rc *rawCalls) result(result, errv json.RawMessage) (json.RawMessage, error) {
+	if errv == nil {
+		if err := checkResult(rc.server, "tools/call", result); err != nil {
+			return nil, err
+		}
+		return result, nil
+	}
+	var e struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(errv, &e); err != nil {
+		return nil, fmt.Errorf("server %q: tools/call: malformed error %.200s: %w", rc.server, errv, err)
+	}
+	return nil, &ServerError{Server: rc.server, Method: "tools/call", Code: e.Code, Message: e.Message, Data: e.Data}
+}
+
+// encodeToolCall builds the tools/call request line of the call n: one
+// part for a small request, three (head, the arguments in place, tail)
+// for large arguments.
+func encodeToolCall(n uint64, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) ([][]byte, error) {
 	head := make([]byte, 0, 256)
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
-	head = append(head, id...)
+	head = appendRawID(head, n)
 	head = append(head, `,"method":"tools/call","params":{`...)
 	if len(meta) > 0 {
 		head = append(head, `"_meta":`...)
 		var err error
 		if head, err = appendMeta(head, meta); err != nil {
-			return fmt.Errorf("encoding _meta: %w", err)
+			return nil, fmt.Errorf("encoding _meta: %w", err)
 		}
 		head = append(head, ',')
 	}
@@ -180,35 +286,43 @@ func (rc *rawCalls) write(id, name string, args json.RawMessage, meta map[string
 		// compacted, as go-sdk's encoder does.
 		var err error
 		if args, err = appendCompact(nil, args); err != nil {
-			return fmt.Errorf("arguments: %w", err)
+			return nil, fmt.Errorf("arguments: %w", err)
 		}
 	}
-	tail := make([]byte, 0, 16+len(task))
+	var tail []byte
 	if task != nil {
 		tail = append(tail, `,"task":`...)
 		var err error
 		if tail, err = appendCompact(tail, task); err != nil {
-			return fmt.Errorf("task: %w", err)
+			return nil, fmt.Errorf("task: %w", err)
 		}
 	}
-	tail = append(tail, "}}\n"...)
 	if len(args) <= rawWriteInPlace {
-		return rc.conn.writeParts(append(append(head, args...), tail...))
+		line := append(append(head, args...), tail...)
+		return [][]byte{append(line, "}}\n"...)}, nil
 	}
-	return rc.conn.writeParts(head, args, tail)
+	return [][]byte{head, args, append(tail, "}}\n"...)}, nil
+}
+
+// appendRawID appends the id of the raw call n: "rN", a string, so that
+// it never meets go-sdk's numbers.
+func appendRawID(dst []byte, n uint64) []byte {
+	dst = append(dst, `"r`...)
+	dst = strconv.AppendUint(dst, n, 10)
+	return append(dst, '"')
 }
 
 // rawWriteInPlace is the argument size above which the arguments are
 // written in place rather than copied into the request line.
 const rawWriteInPlace = 64 << 10
 
-// cancelled tells the server that the caller gave up on id, off the
-// caller's path (a server that does not read its stdin cannot hold the
+// cancelled tells the server that the caller gave up on the call n, off
+// the caller's path (a server that does not read its stdin cannot hold the
 // caller up), as go-sdk does for its own calls.
-func (rc *rawCalls) cancelled(id string, cause error) {
+func (rc *rawCalls) cancelled(n uint64, cause error) {
 	reason, _ := json.Marshal(cause.Error())
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":%s,"requestId":%s}}`+"\n", reason, id)
-	rc.bg.Go(func() { _ = rc.conn.writeParts(line) })
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":%s,"requestId":%s}}`+"\n", reason, appendRawID(nil, n))
+	rc.goBG(func() { _ = rc.conn.writeParts(line) })
 }
 
 // appendMeta appends meta as a JSON object, keys sorted (as go-sdk's
@@ -263,11 +377,27 @@ func appendCompact(dst, v []byte) ([]byte, error) {
 
 // appendJSONString appends s as a JSON string without HTML escaping.
 func appendJSONString(dst []byte, s string) []byte {
+	if plainString(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}
+
+// plainString reports whether s is printable ASCII that JSON writes as it
+// is: no quote, backslash or control character.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // hasLayout reports whether the valid JSON text b has whitespace between

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,5 +127,124 @@ func TestResponseMembers(t *testing.T) {
 		if ok != tt.ok || (ok && (string(id) != tt.id || string(result) != tt.result || string(errv) != tt.errv)) {
 			t.Errorf("responseMembers(%s) = %s, %s, %s, %v; want %s, %s, %s, %v", tt.line, id, result, errv, ok, tt.id, tt.result, tt.errv, tt.ok)
 		}
+	}
+}
+
+// answers collects what StartToolCall's done callbacks get, by call.
+type answers struct {
+	mu  sync.Mutex
+	got map[string][]error // nil error: a result
+	ch  chan string
+}
+
+func newAnswers() *answers { return &answers{got: map[string][]error{}, ch: make(chan string, 16)} }
+
+func (a *answers) done(name string) func(json.RawMessage, error) {
+	return func(res json.RawMessage, err error) {
+		a.mu.Lock()
+		a.got[name] = append(a.got[name], err)
+		a.mu.Unlock()
+		a.ch <- name
+	}
+}
+
+func (a *answers) wait(t *testing.T, name string) error {
+	t.Helper()
+	select {
+	case got := <-a.ch:
+		if got != name {
+			t.Fatalf("answer of %s, want %s", got, name)
+		}
+	case <-testCtx(t).Done():
+		t.Fatalf("no answer of %s", name)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.got[name][len(a.got[name])-1]
+}
+
+// TestStartToolCall: a call started without waiting ends exactly once:
+// by its answer, by Cancel (then done is never called and the server is
+// told), or by the connection's end (with the connection's error, stderr
+// included); no call starts on a connection that ended.
+func TestStartToolCall(t *testing.T) {
+	running, logs := make(chan struct{}, 4), make(chan string, 16)
+	c := connect(t, Options{
+		Config: fixture.Config("fx", fixture.Spec{Tools: []fixture.ToolSpec{
+			{Name: "echo"}, {Name: "sleep", Behavior: fixture.BehaviorSleep}, {Name: "crash", Behavior: fixture.BehaviorCrash},
+		}}),
+		Handlers: Handlers{
+			Progress: func(*mcp.ProgressNotificationParams) { running <- struct{}{} },
+			Log: func(p *mcp.LoggingMessageParams) {
+				if s, ok := p.Data.(string); ok {
+					logs <- s
+				}
+			},
+		},
+	})
+	if !c.CanStartToolCall() {
+		t.Fatal("a stdio connection cannot start calls")
+	}
+	a := newAnswers()
+	start := func(name, tool, args string, meta map[string]any) PendingCall {
+		t.Helper()
+		p, err := c.StartToolCall(tool, json.RawMessage(args), meta, nil, a.done(name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return p
+	}
+	echo := start("echo", "echo", `{"x":1}`, nil)
+	if err := a.wait(t, "echo"); err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+	if echo.Cancel(errors.New("too late")) {
+		t.Error("Cancel took back a call that was answered")
+	}
+
+	// The sleep tool reports progress once it runs: cancel then.
+	dropped := start("dropped", "sleep", `{"tag":"dropped"}`, map[string]any{"progressToken": "p"})
+	<-running
+	if !dropped.Cancel(errors.New("the caller gave up")) {
+		t.Fatal("Cancel of a call in flight reported it ended")
+	}
+	for told := false; !told; {
+		select {
+		case l := <-logs:
+			told = l == "cancelled sleep dropped"
+		case <-testCtx(t).Done():
+			t.Fatal("the server never learnt of the cancellation")
+		}
+	}
+
+	start("waiting", "sleep", `{"tag":"waiting"}`, nil)
+	start("crash", "crash", `{}`, nil)
+	for _, name := range []string{"waiting", "crash"} {
+		var err error
+		select {
+		case got := <-a.ch:
+			a.mu.Lock()
+			err = a.got[got][0]
+			a.mu.Unlock()
+		case <-testCtx(t).Done():
+			t.Fatalf("%s never ended", name)
+		}
+		if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "crashing in crash") {
+			t.Errorf("call ended with %v, want the connection's loss with its stderr", err)
+		}
+	}
+	if _, err := c.StartToolCall("echo", nil, nil, nil, a.done("after")); !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("start after the end: %v, want the connection's error", err)
+	}
+	c.Close() // every goroutine of the connection has ended
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	want := map[string]int{"echo": 1, "waiting": 1, "crash": 1}
+	got := map[string]int{}
+	for name, errs := range a.got {
+		got[name] = len(errs)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("done calls per call (-want +got):\n%s", diff)
 	}
 }

@@ -77,8 +77,8 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 // {"ttl": ...} or {}): the server answers a CreateTaskResult, returned as
 // sent.
 func (c *Conn) CallToolTask(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
-	if !isObject(task) || !json.Valid(task) {
-		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
+	if task == nil {
+		task = json.RawMessage("null") // refused by callTool: not an object
 	}
 	return c.callTool(ctx, name, args, meta, task)
 }

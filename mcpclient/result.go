@@ -15,13 +15,18 @@ var ErrMalformedResult = errors.New("malformed result")
 
 // checkResult refuses a result that is not a JSON object.
 func (c *Conn) checkResult(method string, raw json.RawMessage) error {
+	return checkResult(c.name, method, raw)
+}
+
+// checkResult is Conn.checkResult for the server named server.
+func checkResult(server, method string, raw json.RawMessage) error {
 	if isObject(raw) {
 		return nil
 	}
 	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
-		return fmt.Errorf("server %q answered %s with an empty result, not an object: %w", c.name, method, ErrMalformedResult)
+		return fmt.Errorf("server %q answered %s with an empty result, not an object: %w", server, method, ErrMalformedResult)
 	}
-	return fmt.Errorf("server %q answered %s with %s as its result, not an object: %w", c.name, method, jsonKind(raw[0]), ErrMalformedResult)
+	return fmt.Errorf("server %q answered %s with %s as its result, not an object: %w", server, method, jsonKind(raw[0]), ErrMalformedResult)
 }
 
 // jsonKind names the kind of JSON value that starts with b.

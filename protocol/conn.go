@@ -164,6 +164,16 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	return c
 }
 
+// SetMaxFrameBytes sets the largest body accepted from the next frame on
+// (a frame whose header was read already keeps the limit it was read
+// with). Zero or negative means DefaultMaxFrameBytes.
+func (c *Conn) SetMaxFrameBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxFrameBytes
+	}
+	c.in.max.Store(n)
+}
+
 // Serve reads the peer's messages and hands them to h until the peer's
 // input ends, the connection is closed, or ctx ends (which closes it). It
 // returns nil when the input ended between two frames or Close ended it,

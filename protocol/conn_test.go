@@ -44,8 +44,8 @@ var cmpMsg = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == 
 
 // echoHandler answers every request at once with its method, the id text
 // and the params it saw, except "hold", which it leaves in flight (sending
-// the request on held, when set); it reports each notification with a
-// test/seen notification.
+// the request on held, when set); "lower" sets the frame limit to 50 bytes
+// first. It reports each notification with a test/seen notification.
 type echoHandler struct {
 	c    *Conn
 	held chan<- *Request
@@ -55,6 +55,9 @@ func (h echoHandler) Handle(ctx context.Context, req *Request) {
 	if req.IsNotification() {
 		h.c.Notify("test/seen", map[string]string{"method": req.Method, "params": string(req.Params)})
 		return
+	}
+	if req.Method == "lower" {
+		h.c.SetMaxFrameBytes(50)
 	}
 	if req.Method == "hold" {
 		if h.held != nil {
@@ -301,6 +304,15 @@ func TestConnReading(t *testing.T) {
 			want: []reply{
 				{ID: `"x"`, Code: CodeParseError, Msg: "limit of 9 bytes"},
 				{ID: "1", Code: CodeInvalidRequest, Msg: "neither"}, // 8 bytes: within the limit
+			},
+		},
+		{
+			name:  "a limit lowered by the handler holds from the next frame",
+			input: text(frameOf(request("1", "lower")) + frameOf(request("2", "echo")) + frameOf(`{"id":3,"method":"echo"}`)),
+			want: []reply{
+				echoed("1", "lower", `{"x":1}`),
+				{ID: "2", Code: CodeParseError, Msg: "message of 57 bytes exceeds the limit of 50 bytes"},
+				echoed("3", "echo", ""),
 			},
 		},
 		{

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultMaxFrameBytes is the largest message body a Conn accepts when
@@ -41,7 +42,7 @@ const (
 // header other than Content-Length, Content-Type included, is ignored.
 type frameReader struct {
 	r   *bufio.Reader
-	max int64
+	max atomic.Int64 // the largest body read; set from other goroutines
 
 	line   []byte // current header line
 	carry  []byte // unread rest of a malformed line that holds a "Content-Length:"
@@ -53,15 +54,18 @@ func newFrameReader(r io.Reader, max int64) *frameReader {
 	if max <= 0 {
 		max = DefaultMaxFrameBytes
 	}
-	return &frameReader{r: bufio.NewReaderSize(r, readBufferSize), max: max}
+	fr := &frameReader{r: bufio.NewReaderSize(r, readBufferSize)}
+	fr.max.Store(max)
+	return fr
 }
 
 // frame is one frame read: its body, or for a body over the limit only its
-// first bytes (head) and its length.
+// first bytes (head), its length and the limit.
 type frame struct {
 	body     []byte
 	head     []byte // of an oversized body; valid until the next read
 	oversize int64  // the announced length of an oversized body; 0 otherwise
+	limit    int64  // the limit an oversized body exceeded
 }
 
 // next reads the next frame. It returns a *headerError for a bad header
@@ -76,9 +80,9 @@ func (fr *frameReader) next() (frame, error) {
 		}
 		return frame{}, err
 	}
-	if n > fr.max {
+	if max := fr.max.Load(); n > max {
 		head, err := fr.skip(n)
-		return frame{head: head, oversize: n}, err
+		return frame{head: head, oversize: n, limit: max}, err
 	}
 	body, err := fr.readBody(n)
 	return frame{body: body}, err

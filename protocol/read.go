@@ -35,7 +35,7 @@ func (c *Conn) readResponse() (response, error) {
 		var resp response
 		var ok bool
 		if f.oversize > 0 {
-			msg := fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", f.oversize, c.in.max)
+			msg := fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes", f.oversize, f.limit)
 			resp, ok, err = c.reject(scanMembers(f.head), CodeParseError, KindParseError, msg)
 		} else {
 			resp, ok, err = c.classify(f.body)

@@ -89,6 +89,9 @@ type LauncherParams struct {
 
 // Limits lets the host tune the sidecar's bounds; zero means the default.
 type Limits struct {
+	// MaxFrameBytes bounds the host's frames from the first one read after
+	// initialize's answer (at least 4096); it lowers the --max-frame-bytes
+	// flag's limit, never raises it.
 	MaxFrameBytes       int64 `json:"maxFrameBytes,omitempty"`
 	MaxToolNameBytes    int   `json:"maxToolNameBytes,omitempty"`
 	MaxConcurrentStarts int   `json:"maxConcurrentStarts,omitempty"`

@@ -32,6 +32,11 @@ type Hooks struct {
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// ToolCallSent is called when a tools/call is sent to server: from
+	// the host's read loop (own false), or from a goroutine of its own
+	// (a call that had to wait for something, or a server the read loop
+	// cannot send to without waiting).
+	ToolCallSent func(session, server string, own bool)
 	// ResourceUpdateQueued is called when a server's resource update was
 	// queued for the host or merged into one waiting.
 	ResourceUpdateQueued func(session, server, uri string)
@@ -52,6 +57,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
+		toolCallSent:        h.ToolCallSent,
 
 		resourceUpdateQueued:  h.ResourceUpdateQueued,
 		resourceUpdateSending: h.ResourceUpdateSending,

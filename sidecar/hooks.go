@@ -32,6 +32,10 @@ type testHooks struct {
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// toolCallSent is called when a tools/call is sent to its server:
+	// from the host's read loop (own false) or from a goroutine of its
+	// own (toolcall.go).
+	toolCallSent func(session, server string, own bool)
 	// resourceUpdateQueued is called when a resource update of a server
 	// was queued for the host (or merged into one waiting); blocking holds
 	// back the server's notifications.

@@ -135,7 +135,15 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
+	var frameLimit int64 // the host's own bound of its frames; 0: the flag's
 	if l := p.Limits; l != nil {
+		if l.MaxFrameBytes > 0 {
+			if l.MaxFrameBytes < minFrameBytes {
+				return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
+					fmt.Sprintf("limits.maxFrameBytes must be at least %d", minFrameBytes))
+			}
+			frameLimit = l.MaxFrameBytes
+		}
 		if l.MaxToolNameBytes > 0 {
 			if l.MaxToolNameBytes < 16 {
 				return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "limits.maxToolNameBytes must be at least 16")
@@ -186,6 +194,12 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	env.launcher = s.newLauncher(ctx, params)
 	env.auth = s.newAuthManager(&p)
 
+	// The host may lower the operator's limit, never raise it. It holds
+	// from the frame after this answer (set before the answer is written,
+	// so that no frame the host sends after reading it escapes).
+	if frameLimit > 0 && frameLimit < s.maxFrameBytes() {
+		s.conn.SetMaxFrameBytes(frameLimit)
+	}
 	s.mu.Lock()
 	s.env = env
 	s.initialized = true
@@ -208,6 +222,19 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		Config:          configReport(loaded),
 		UnknownFeatures: unknownFeatures,
 	}}, nil
+}
+
+// minFrameBytes is the least limits.maxFrameBytes a host may ask for: a
+// smaller limit is a mistake (kibibytes meant as bytes) that would refuse
+// almost every request.
+const minFrameBytes = 4096
+
+// maxFrameBytes is the operator's limit of a host frame (--max-frame-bytes).
+func (s *Server) maxFrameBytes() int64 {
+	if s.opts.MaxFrameBytes > 0 {
+		return s.opts.MaxFrameBytes
+	}
+	return protocol.DefaultMaxFrameBytes
 }
 
 func (s *Server) environment() *environment {

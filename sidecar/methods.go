@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
-	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
 )
 
 func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result, error) {
@@ -96,109 +95,6 @@ func (sess *Session) selectServers(names []string) ([]*serverConn, error) {
 		}
 	}
 	return scs, nil
-}
-
-func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
-	// The arguments and the policy stay slices of the frame until they are
-	// written to the server.
-	p, err := protocol.ParseToolsCallParams(params)
-	if err != nil {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
-	}
-	sess, err := s.session(p.SessionID)
-	if err != nil {
-		return result{}, err
-	}
-	release, err := sess.admit()
-	if err != nil {
-		return result{}, err
-	}
-	defer release()
-	if len(p.SandboxState) > 0 {
-		if err := sandbox.ValidateState(p.SandboxState); err != nil {
-			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
-		}
-	}
-	if len(p.Arguments) > 0 && !isJSONObject(p.Arguments) && string(p.Arguments) != "null" {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "arguments must be a JSON object")
-	}
-	if p.TimeoutMs < 0 {
-		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
-	}
-
-	sc, bound, err := sess.bind(ctx, p)
-	if err != nil {
-		return result{}, err
-	}
-	conn, err := sc.ready(ctx)
-	if err != nil {
-		return result{}, callerError(ctx, err)
-	}
-	// The binding is checked against the catalog at dispatch: a tool that
-	// changed or disappeared meanwhile is refused, never sent elsewhere.
-	if err := sc.checkBinding(bound); err != nil {
-		return result{}, err
-	}
-	if err := checkTaskMode(sc, bound, p.Task); err != nil {
-		return result{}, err
-	}
-
-	sc.mu.Lock()
-	capability := sc.sandboxCap
-	sc.mu.Unlock()
-	// The launcher's file is checked again only for a call that would
-	// carry it: a file changed since it was verified is not advertised.
-	launcher := ""
-	if conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
-		launcher = sess.env.launcherPath()
-	}
-	meta, dropped := sandbox.BuildMeta(sandbox.Injection{
-		Capability: capability,
-		State:      p.SandboxState,
-		Launcher:   launcher,
-		HostMeta:   p.Meta,
-		Transport:  conn.Transport(),
-	})
-	for _, k := range dropped {
-		why := "not a valid JSON value"
-		if sandbox.IsSandboxKey(k) {
-			why = "sandbox keys come only from sandboxState"
-		}
-		s.logger.Warn("host meta key dropped", "server", sc.name, "tool", bound.Name, "key", k, "why", why)
-	}
-
-	if tok, ok := p.Meta["progressToken"]; ok {
-		key := progressKey(tok)
-		sc.mu.Lock()
-		sc.progress[key] = tok
-		sc.mu.Unlock()
-		defer func() {
-			sc.mu.Lock()
-			delete(sc.progress, key)
-			sc.mu.Unlock()
-		}()
-	}
-
-	timeout, timeoutName := sc.cfg.ToolTimeout(), "tool_timeout_sec"
-	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < timeout {
-		timeout, timeoutName = millis(p.TimeoutMs), "timeoutMs"
-	}
-	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	if len(p.Task) > 0 && string(p.Task) != "null" {
-		raw, err = conn.CallToolTask(callCtx, bound.Name, p.Arguments, meta, p.Task)
-	} else {
-		raw, err = conn.CallTool(callCtx, bound.Name, p.Arguments, meta)
-	}
-	if err != nil {
-		if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
-			return result{}, protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
-				fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", bound.Name, sc.name, timeoutName, formatSeconds(timeout))).WithServer(sc.name, bound.Name).Retry()
-		}
-		return result{}, sc.callError(ctx, conn, bound.Name, err)
-	}
-	return result{value: raw}, nil
 }
 
 var errToolTimeout = errors.New("tool call timed out")
@@ -296,6 +192,9 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 // another (catalog.Names), so it is that tool's: its server's state says
 // why it is gone, or the tool was removed.
 func (sess *Session) unknownName(ctx context.Context, name string) error {
+	if sess.closing() {
+		return sess.closedError()
+	}
 	sess.rebuildMu.Lock()
 	server, tool, held := sess.qualified.Holder(name)
 	sess.rebuildMu.Unlock()
@@ -349,6 +248,9 @@ func (sc *serverConn) usable(ctx context.Context) error {
 }
 
 func (sc *serverConn) unknownTool(name string) *protocol.Error {
+	if sc.sess.closing() {
+		return sc.sessionClosedError().WithServer(sc.name, name)
+	}
 	msg := fmt.Sprintf("server %q has no tool %q", sc.name, name)
 	if !catalog.FilterOf(sc.cfg).Allows(name) {
 		msg = fmt.Sprintf("tool %q of server %q is disabled by enabled_tools/disabled_tools", name, sc.name)
@@ -403,6 +305,10 @@ func callerError(ctx context.Context, err error) error {
 func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
 	if ctx.Err() != nil {
 		return cancelledError()
+	}
+	if sc.sess.closing() {
+		// The close closed the connection under the request.
+		return sc.sessionClosedError().WithServer(sc.name, tool)
 	}
 	if pe, ok := sc.authorizationError(err); ok {
 		pe.Data.Tool = tool

@@ -221,12 +221,19 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 			if ctx.Err() != nil {
 				return cancelledError()
 			}
+			if sc.sess.closing() {
+				// The close ended the listing, not the server.
+				return sc.sessionClosedError()
+			}
 			msg := sc.listingFailed(err)
 			return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry()
 		}
 		sc.mu.Lock()
 		if sc.conn != conn {
 			sc.mu.Unlock()
+			if sc.sess.closing() {
+				return sc.sessionClosedError()
+			}
 			return protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
 				fmt.Sprintf("server %q: connection replaced during refresh", sc.name)).WithServer(sc.name, "").Retry()
 		}

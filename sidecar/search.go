@@ -136,6 +136,11 @@ func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
 	for _, sc := range scs {
 		sc.refreshIfStale(ctx)
 	}
+	if sess.closing() {
+		// The close emptied the catalog meanwhile: no listing of it is
+		// right.
+		return sess.closedError()
+	}
 	return nil
 }
 

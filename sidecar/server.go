@@ -241,6 +241,9 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 	}
 	s.work.Add(1)
 	s.mu.Unlock()
+	if req.Method == protocol.MethodToolsCall && s.sendToolCall(ctx, req) {
+		return // sent without a goroutine of its own (toolcall.go)
+	}
 
 	go func() {
 		defer s.work.Done()

@@ -531,11 +531,28 @@ func endedNotFailed(err error) bool {
 	return errors.Is(err, context.Canceled)
 }
 
-// sessionClosedError ends a startup, or a request waiting for one, because
-// the session closed. The host cancelled nothing, so it is not -32800.
+// sessionClosedError ends a startup, or a request waiting for one or using
+// the server, because the session closed. The host cancelled nothing, so it
+// is not -32800; the session is gone, so it is not retryable.
 func (sc *serverConn) sessionClosedError() *protocol.Error {
 	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindSessionClosed,
 		fmt.Sprintf("server %q of session %q ended: the session was closed", sc.name, sc.sess.id)).WithServer(sc.name, "")
+}
+
+// closing reports a session that session/close (or shutdown) ended. What a
+// request of it meets from then on (a startup ended, a catalog emptied, a
+// connection closed) is the close's doing, and the request is answered as
+// such: -32011 session_closed, never unknown_tool nor a retryable
+// connection_lost (docs/protocol.md, "Requests").
+func (sess *Session) closing() bool {
+	return sess.ctx.Err() != nil
+}
+
+// closedError is sessionClosedError for a request not bound to a server (a
+// tool name the session's catalog, emptied by the close, no longer has).
+func (sess *Session) closedError() *protocol.Error {
+	return protocol.NewError(protocol.CodeServerNotReady, protocol.KindSessionClosed,
+		fmt.Sprintf("session %q was closed while the request was in flight", sess.id))
 }
 
 // supersededError ends a startup that a newer one (servers/reconnect)
@@ -1067,6 +1084,9 @@ func waitStarting(ctx context.Context, scs []*serverConn) error {
 		sc.mu.Unlock()
 		if !starting || a == nil {
 			continue
+		}
+		if f := sc.sess.srv.hook().startupWait; f != nil {
+			f(sc.sess.id, sc.name, false)
 		}
 		select {
 		case <-a.done:

@@ -52,14 +52,8 @@ func (s *Server) tasksList(ctx context.Context, params json.RawMessage) (result,
 // say "optional" or "required" takes none (MCP: a client must not ask
 // such a tool for a task).
 func checkTaskMode(sc *serverConn, t catalog.Tool, task json.RawMessage) error {
-	var def struct {
-		Execution struct {
-			TaskSupport string `json:"taskSupport"`
-		} `json:"execution"`
-	}
-	_ = json.Unmarshal(t.Raw, &def) // the tool parsed when it was listed
-	support := def.Execution.TaskSupport
-	withTask := len(task) > 0 && string(task) != "null"
+	support := t.TaskSupport
+	withTask := hasTask(task)
 	switch {
 	case support == "required" && !withTask:
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
@@ -74,6 +68,12 @@ func checkTaskMode(sc *serverConn, t catalog.Tool, task json.RawMessage) error {
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "task must be a JSON object ({} or {\"ttl\": milliseconds})")
 	}
 	return nil
+}
+
+// hasTask reports whether a tools/call's task member asks for a task
+// (absent and null do not).
+func hasTask(task json.RawMessage) bool {
+	return len(task) > 0 && string(task) != "null"
 }
 
 // onTaskStatus forwards a server's notifications/tasks/status.

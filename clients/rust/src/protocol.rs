@@ -96,7 +96,7 @@ pub struct LauncherParams {
 /// Bounds the host may tune; 0 or absent means the default.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Limits {
-    /// Accepted and ignored in this protocol version: the frame limit is the -max-frame-bytes flag.
+    /// Largest frame the host sends, from the first frame read after initialize's answer (at least 4096): lowers the --max-frame-bytes flag's limit (default 64 MiB), never raises it.
     #[serde(rename = "maxFrameBytes", default, skip_serializing_if = "Option::is_none")]
     pub max_frame_bytes: Option<i64>,
     /// Longest qualified tool name (default 64, at least 16).

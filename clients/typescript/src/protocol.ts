@@ -31,7 +31,7 @@ export interface LauncherParams {
 
 /** Bounds the host may tune; 0 or absent means the default. */
 export interface Limits {
-  /** Accepted and ignored in this protocol version: the frame limit is the -max-frame-bytes flag. */
+  /** Largest frame the host sends, from the first frame read after initialize's answer (at least 4096): lowers the --max-frame-bytes flag's limit (default 64 MiB), never raises it. */
   maxFrameBytes?: number;
   /** Longest qualified tool name (default 64, at least 16). */
   maxToolNameBytes?: number;
@@ -904,10 +904,10 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "initialize": [],
   "session/open": ["unknown_server"],
   "session/close": ["unknown_session"],
-  "tools/list": ["unknown_session","unknown_server"],
+  "tools/list": ["unknown_session","unknown_server","session_closed"],
   "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tools/search": ["unknown_session","unknown_server"],
-  "tools/get": ["unknown_session"],
+  "tools/search": ["unknown_session","unknown_server","session_closed"],
+  "tools/get": ["unknown_session","session_closed"],
   "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],

@@ -1,0 +1,338 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
+)
+
+// A tools/call takes one of two ways. When nothing it needs would make it
+// wait (its tool bound in a current catalog, its server ready on a stdio
+// connection that writes tools/call itself), it is sent from the host's
+// read loop and answered from the server's read loop (sendToolCall): no
+// goroutine of its own, which is what a call costs above the floor relay
+// otherwise (each handoff between goroutines can wake a thread). Anything
+// else (a server still starting, dormant or restarting, a stale catalog, a
+// tool not yet listed, Streamable HTTP) runs toolsCall on a goroutine of
+// its own, which may wait. Both check, bind and answer alike
+// (prepareToolCall, toolCall.callError).
+
+// toolCall is one tools/call checked, bound and admitted, ready to go to
+// its server.
+type toolCall struct {
+	sc    *serverConn
+	conn  *mcpclient.Conn
+	bound catalog.Tool
+	p     protocol.ToolsCallParams // Arguments, Task: slices of the host's frame
+	meta  map[string]any
+	// dropped are the host's meta keys left out of meta, logged when the
+	// call is sent.
+	dropped     []string
+	timeout     time.Duration
+	timeoutName string
+	release     func() // the call's place in the session's admission
+	progressKey string // of the call's progress token; "" without one
+}
+
+// errWouldWait is prepareToolCall's answer, when it may not wait, for a
+// call that would: it then runs on a goroutine of its own.
+var errWouldWait = errors.New("the call would wait")
+
+// prepareToolCall checks the params of a tools/call, admits it to its
+// session, binds its tool and gets its server's connection. With wait
+// false it never waits: a call that would (see bindNow) gets errWouldWait
+// and has taken nothing. On success the caller owns the admission (end).
+func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wait bool) (tc *toolCall, err error) {
+	// The arguments and the policy stay slices of the frame until they are
+	// written to the server.
+	p, err := protocol.ParseToolsCallParams(params)
+	if err != nil {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
+	}
+	sess, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	release, err := sess.admit()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if len(p.SandboxState) > 0 {
+		if err := sandbox.ValidateState(p.SandboxState); err != nil {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
+		}
+	}
+	if len(p.Arguments) > 0 && !isJSONObject(p.Arguments) && string(p.Arguments) != "null" {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "arguments must be a JSON object")
+	}
+	if p.TimeoutMs < 0 {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
+	}
+
+	tc = &toolCall{p: p, release: release}
+	if wait {
+		if tc.sc, tc.bound, err = sess.bind(ctx, p); err != nil {
+			return nil, err
+		}
+		if tc.conn, err = tc.sc.ready(ctx); err != nil {
+			return nil, callerError(ctx, err)
+		}
+	} else if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
+		return nil, errWouldWait
+	}
+	// The binding is checked against the catalog at dispatch: a tool that
+	// changed or disappeared meanwhile is refused, never sent elsewhere.
+	if err := tc.sc.checkBinding(tc.bound); err != nil {
+		return nil, err
+	}
+	if err := checkTaskMode(tc.sc, tc.bound, p.Task); err != nil {
+		return nil, err
+	}
+	if !hasTask(p.Task) {
+		tc.p.Task = nil
+	}
+
+	sc := tc.sc
+	sc.mu.Lock()
+	capability := sc.sandboxCap
+	sc.mu.Unlock()
+	// The launcher's file is checked again only for a call that would
+	// carry it: a file changed since it was verified is not advertised.
+	launcher := ""
+	if tc.conn.Transport() == config.TransportStdio && capability.OptedIn() && sandbox.StatePresent(p.SandboxState) {
+		launcher = sess.env.launcherPath()
+	}
+	tc.meta, tc.dropped = sandbox.BuildMeta(sandbox.Injection{
+		Capability: capability,
+		State:      p.SandboxState,
+		Launcher:   launcher,
+		HostMeta:   p.Meta,
+		Transport:  tc.conn.Transport(),
+	})
+
+	tc.timeout, tc.timeoutName = sc.cfg.ToolTimeout(), "tool_timeout_sec"
+	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < tc.timeout {
+		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
+	}
+	return tc, nil
+}
+
+// bindNow is bind for a call that may not wait: it binds only a tool whose
+// server is ready with a current catalog, and returns a nil connection
+// when bind would wait (a server starting, dormant, restarting or failed,
+// a stale catalog, a tool not in the catalog: bind then waits, refreshes
+// or explains).
+func (sess *Session) bindNow(p protocol.ToolsCallParams) (*serverConn, catalog.Tool, *mcpclient.Conn) {
+	var sc *serverConn
+	var t catalog.Tool
+	switch {
+	case p.Name != "" && p.Server == "" && p.Tool == "":
+		ref, ok := sess.snapshot().byName[p.Name]
+		if !ok {
+			return nil, catalog.Tool{}, nil
+		}
+		sc, t = ref.sc, ref.tool
+	case p.Name == "" && p.Server != "" && p.Tool != "":
+		var err error
+		if sc, err = sess.server(p.Server); err != nil {
+			return nil, catalog.Tool{}, nil
+		}
+		var ok bool
+		if t, ok = sc.tool(p.Tool); !ok {
+			return nil, catalog.Tool{}, nil
+		}
+	default:
+		return nil, catalog.Tool{}, nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.state != protocol.StateReady || sc.isStaleLocked() {
+		return nil, catalog.Tool{}, nil
+	}
+	return sc, t, sc.conn
+}
+
+// begin is the call leaving: the dropped meta keys are logged and its
+// progress token is registered, so that the server's progress reaches the
+// host from the first notification.
+func (tc *toolCall) begin(logger *slog.Logger) {
+	for _, k := range tc.dropped {
+		why := "not a valid JSON value"
+		if sandbox.IsSandboxKey(k) {
+			why = "sandbox keys come only from sandboxState"
+		}
+		logger.Warn("host meta key dropped", "server", tc.sc.name, "tool", tc.bound.Name, "key", k, "why", why)
+	}
+	if tok, ok := tc.p.Meta["progressToken"]; ok {
+		tc.progressKey = progressKey(tok)
+		tc.sc.mu.Lock()
+		tc.sc.progress[tc.progressKey] = tok
+		tc.sc.mu.Unlock()
+	}
+}
+
+// end is the call over, before its answer is written: no progress of it
+// reaches the host any more, and its place in the session's admission is
+// free for the host's next call.
+func (tc *toolCall) end() {
+	if tc.progressKey != "" {
+		tc.sc.mu.Lock()
+		delete(tc.sc.progress, tc.progressKey)
+		tc.sc.mu.Unlock()
+	}
+	tc.release()
+}
+
+// callError maps the error a call ended with. callCtx is the call's
+// context: its own timeout, within the request's ctx.
+func (tc *toolCall) callError(ctx, callCtx context.Context, err error) error {
+	if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
+		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.timeout))).WithServer(tc.sc.name, tc.bound.Name).Retry()
+	}
+	return tc.sc.callError(ctx, tc.conn, tc.bound.Name, err)
+}
+
+// toolsCall is tools/call on a goroutine of its own: it waits for what
+// the call needs (see bind) and for the answer.
+func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
+	tc, err := s.prepareToolCall(ctx, params, true)
+	if err != nil {
+		return result{}, err
+	}
+	tc.begin(s.logger)
+	defer tc.end()
+	if f := s.hook().toolCallSent; f != nil {
+		f(tc.sc.sess.id, tc.sc.name, true)
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if tc.p.Task != nil {
+		raw, err = tc.conn.CallToolTask(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task)
+	} else {
+		raw, err = tc.conn.CallTool(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta)
+	}
+	if err != nil {
+		return result{}, tc.callError(ctx, callCtx, err)
+	}
+	return result{value: raw}, nil
+}
+
+// sendToolCall runs a tools/call on the host's read loop, where Handle
+// calls it, if nothing it needs would wait: it sends the call and returns,
+// and the call's end (sentCall.finish) answers the host. It reports false,
+// having taken nothing, for a call that needs a goroutine of its own
+// (toolsCall). An error found before the call is sent is answered at once.
+// The caller counted the request in s.work; it is done when answered.
+func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("handler panic", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
+			s.replyError(req.ID, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("internal error in %s: %v", req.Method, r)))
+			s.work.Done()
+			sent = true
+		}
+	}()
+	tc, err := s.prepareToolCall(ctx, req.Params, false)
+	switch {
+	case errors.Is(err, errWouldWait):
+		return false
+	case err != nil:
+		s.replyError(req.ID, err)
+		s.work.Done()
+		return true
+	}
+	tc.begin(s.logger)
+	if f := s.hook().toolCallSent; f != nil {
+		f(tc.sc.sess.id, tc.sc.name, false)
+	}
+	c := &sentCall{s: s, id: req.ID, tc: tc, ctx: ctx}
+	c.callCtx, c.cancel = context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
+	call, err := tc.conn.StartToolCall(tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task, c.finish)
+	if err != nil {
+		c.finish(nil, err)
+		return true
+	}
+	c.watch(call)
+	return true
+}
+
+// sentCall is a tools/call sent by sendToolCall, until it is answered. It
+// ends exactly once, by whichever comes first: its answer or the end of
+// the server's connection (mcpclient calls finish), or its timeout or the
+// host's cancellation (callCtx ends, and the call is taken back from the
+// connection).
+type sentCall struct {
+	s   *Server
+	id  json.RawMessage // the host's request id
+	tc  *toolCall
+	ctx context.Context // the request's: ends when the host cancels it
+
+	callCtx context.Context // ctx within the call's timeout
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	finished bool
+	stop     func() bool // stops the watch of callCtx
+}
+
+// watch takes the call back from its connection when callCtx ends first.
+func (c *sentCall) watch(call mcpclient.PendingCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return // answered already
+	}
+	c.stop = context.AfterFunc(c.callCtx, func() {
+		if call.Cancel(c.callCtx.Err()) {
+			c.finish(nil, c.callCtx.Err())
+		}
+	})
+}
+
+// finish answers the host with the call's result or error, after the call
+// has ended (end), and is called once.
+func (c *sentCall) finish(raw json.RawMessage, err error) {
+	s, tc := c.s, c.tc
+	defer s.work.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("handler panic", "method", protocol.MethodToolsCall, "panic", r, "stack", string(debug.Stack()))
+			s.replyError(c.id, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("internal error in %s: %v", protocol.MethodToolsCall, r)))
+		}
+	}()
+	c.mu.Lock()
+	c.finished = true
+	stop := c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop() // on the watch's own goroutine, it returns false: nothing to wait for
+	}
+	if err != nil {
+		err = tc.callError(c.ctx, c.callCtx, err)
+	}
+	c.cancel()
+	tc.end()
+	if err != nil {
+		s.replyError(c.id, err)
+	} else if err := s.conn.Reply(c.id, raw); err != nil {
+		s.logger.Debug("reply not written", "method", protocol.MethodToolsCall, "err", err)
+	}
+}
