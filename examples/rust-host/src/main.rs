@@ -145,7 +145,7 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
     });
 
     let mut cmd = Command::new(sidecar);
-    cmd.args(["serve", "-log-level", "error"]);
+    cmd.args(["serve", "--log-level", "error"]);
     let client = SidecarClient::spawn(
         cmd,
         Options {
