@@ -74,7 +74,7 @@ const maxEnvFileSize = 1 << 20
 func readEnvFile(path, display string) (map[string]string, string) {
 	data, problem := readBounded(path, maxEnvFileSize)
 	if problem != "" {
-		return nil, strings.ReplaceAll(problem, path, display)
+		return nil, display + ": " + problem
 	}
 	vars := make(map[string]string)
 	for i, line := range strings.Split(string(bytes.TrimPrefix(data, []byte("\uFEFF"))), "\n") {
@@ -99,30 +99,32 @@ func readEnvFile(path, display string) (map[string]string, string) {
 
 // readBounded reads a regular file of at most limit bytes. Anything else
 // (a directory, a FIFO, a device such as /dev/zero, a symbolic link loop)
-// is a problem, found without blocking and without reading from it.
+// is a problem, found without blocking and without reading from it. A
+// problem is said of the file without naming it ("not a regular file (a
+// FIFO)"): the caller names it.
 func readBounded(path string, limit int64) ([]byte, string) {
 	// Stat before opening: opening some devices has effects.
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, describeOpenError(path, err)
+		return nil, describeOpenError(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(path, fi)
+		return nil, notRegular(fi)
 	}
 	f, err := openNoBlock(path)
 	if err != nil {
-		return nil, describeOpenError(path, err)
+		return nil, describeOpenError(err)
 	}
 	defer f.Close()
 	// What was opened may have been put there after the Stat.
 	if fi, err = f.Stat(); err != nil {
-		return nil, describeOpenError(path, err)
+		return nil, describeOpenError(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(path, fi)
+		return nil, notRegular(fi)
 	}
 	if fi.Size() > limit {
-		return nil, fmt.Sprintf("%s is larger than %d bytes", path, limit)
+		return nil, fmt.Sprintf("larger than %d bytes", limit)
 	}
 	// As os.ReadFile: room for the size Stat gave, growing should the
 	// file have grown, up to one byte past limit.
@@ -138,14 +140,14 @@ func readBounded(path string, limit int64) ([]byte, string) {
 			return data, ""
 		}
 		if err != nil {
-			return nil, describeOpenError(path, err)
+			return nil, describeOpenError(err)
 		}
 	}
-	return nil, fmt.Sprintf("%s is larger than %d bytes", path, limit)
+	return nil, fmt.Sprintf("larger than %d bytes", limit)
 }
 
-// notRegular says what path is instead of a regular file.
-func notRegular(path string, fi os.FileInfo) string {
+// notRegular says what fi is instead of a regular file.
+func notRegular(fi os.FileInfo) string {
 	what := ""
 	switch t := fi.Mode().Type(); {
 	case t&os.ModeDir != 0:
@@ -157,17 +159,17 @@ func notRegular(path string, fi os.FileInfo) string {
 	case t&os.ModeDevice != 0:
 		what = " (a device)"
 	}
-	return fmt.Sprintf("%s is not a regular file%s", path, what)
+	return "not a regular file" + what
 }
 
-// describeOpenError says why a file could not be read without repeating
-// the path twice (os errors embed it).
-func describeOpenError(path string, err error) string {
+// describeOpenError says why a file could not be read, without its path
+// (os errors embed it; the caller names the file).
+func describeOpenError(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return fmt.Sprintf("cannot read %s: %v", path, err)
+	return fmt.Sprintf("cannot be read: %v", err)
 }
 
 // resolveAgainst makes p absolute against dir (which is absolute).
