@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // server is one entry of a test config: a fixture server, plus extra
@@ -78,8 +80,55 @@ type result struct {
 func runCmd(t *testing.T, stdin io.Reader, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, stdin, &stdout, &stderr)
+	code := runChecked(t, args, stdin, &stdout, &stderr)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// runChecked runs the program as run does, checking every message between
+// the command and its in-process sidecar against the protocol schema.
+func runChecked(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	t.Helper()
+	checker, err := schema.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := processEnv(stdin, stdout, stderr)
+	env.Checker = checker
+	code := runEnv(args, env)
+	if err := checker.Err(); err != nil {
+		t.Errorf("mcp-sidecar %s: messages that do not match the protocol schema:\n%v", strings.Join(args, " "), err)
+	}
+	return code
+}
+
+// TestCmdMessagesAreChecked: runCmd's checker sees the messages of the
+// command's in-process sidecar. Against a schema in which initialize has
+// no clientInfo, the initialize every command sends is a mismatch.
+func TestCmdMessagesAreChecked(t *testing.T) {
+	isolate(t)
+	var doc map[string]any
+	if err := json.Unmarshal(schema.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc["$defs"].(map[string]any)["InitializeParams"].(map[string]any)["properties"].(map[string]any), "clientInfo")
+	altered, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := schema.Compile(altered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := schema.NewCheckerOf(model)
+	var stdout, stderr bytes.Buffer
+	env := processEnv(nil, &stdout, &stderr)
+	env.Checker = checker
+	if code := runEnv([]string{"tools", "--config", writeConfig(t, server{name: "a", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})}, env); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if err := checker.Err(); err == nil || !strings.Contains(err.Error(), `unexpected additional properties ["clientInfo"]`) {
+		t.Errorf("checker: %v, want the command's clientInfo reported", err)
+	}
 }
 
 func (r result) String() string {

@@ -57,7 +57,7 @@ func TestCmdDoctorTerminal(t *testing.T) {
 				screen <- b.String()
 			}()
 			var stdout bytes.Buffer
-			code := run([]string{"doctor", "--config", cfg}, nil, &stdout, slave)
+			code := runChecked(t, []string{"doctor", "--config", cfg}, nil, &stdout, slave)
 			slave.Close()
 			out := <-screen
 			if code != 0 {

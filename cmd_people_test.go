@@ -156,10 +156,13 @@ func TestBinaryServersWithoutConfig(t *testing.T) {
 		{[]string{"prompts", "--command", example}, "  greet(name)\n"},
 		{[]string{"prompts", "get", "greet", "name=Ada", "--command", example}, "Ada"},
 	} {
-		out, err := exec.Command(bin, tc.args...).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), tc.want) {
-			t.Errorf("%q: %v, want %q in:\n%s", tc.args, err, tc.want, out)
+		// In process, so that every message is checked against the schema.
+		if r := runCmd(t, nil, tc.args...); r.code != 0 || !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("%q: want %q in:\n%s", tc.args, tc.want, r)
 		}
+	}
+	if out, err := exec.Command(bin, "tools", "--command", example).CombinedOutput(); err != nil || !strings.Contains(string(out), "  add(a: number, b: number)\n") {
+		t.Errorf("the binary's tools --command: %v\n%s", err, out)
 	}
 
 	// --url with --header, against a Streamable HTTP server that wants it.
@@ -176,13 +179,11 @@ func TestBinaryServersWithoutConfig(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	out, err := exec.Command(bin, "call", "ping", "--url", srv.URL+"/mcp", "--header", "X-Key: k1").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "pong") {
-		t.Errorf("--url --header: %v\n%s", err, out)
+	if r := runCmd(t, nil, "call", "ping", "--url", srv.URL+"/mcp", "--header", "X-Key: k1"); r.code != 0 || !strings.Contains(r.stdout, "pong") {
+		t.Errorf("--url --header:\n%s", r)
 	}
-	out, _ = exec.Command(bin, "doctor", "--url", srv.URL+"/mcp").CombinedOutput()
-	if !strings.Contains(string(out), "answered 401 Unauthorized: the server needs authorization") {
-		t.Errorf("doctor --url without the header:\n%s", out)
+	if r := runCmd(t, nil, "doctor", "--url", srv.URL+"/mcp"); !strings.Contains(r.stdout+r.stderr, "answered 401 Unauthorized: the server needs authorization") {
+		t.Errorf("doctor --url without the header:\n%s", r)
 	}
 
 	// Secrets of URLs: a refused port and a 404, in text and JSON.
@@ -196,11 +197,12 @@ func TestBinaryServersWithoutConfig(t *testing.T) {
 	for _, base := range []string{refused, srv.URL} {
 		u := strings.Replace(base, "://", "://ann:"+pass+"@", 1) + "/nope?token=" + query
 		for _, extra := range [][]string{nil, {"--json"}} {
-			out, _ := exec.Command(bin, append([]string{"doctor", "--url", u}, extra...)...).CombinedOutput()
-			if strings.Contains(string(out), query) || strings.Contains(string(out), pass) {
+			r := runCmd(t, nil, append([]string{"doctor", "--url", u}, extra...)...)
+			out := r.stdout + r.stderr
+			if strings.Contains(out, query) || strings.Contains(out, pass) {
 				t.Errorf("doctor %v shows a secret of the URL:\n%s", extra, out)
 			}
-			if !strings.Contains(string(out), "REDACTED") {
+			if !strings.Contains(out, "REDACTED") {
 				t.Errorf("doctor %v does not name the URL at all:\n%s", extra, out)
 			}
 		}

@@ -40,14 +40,25 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run is the whole program on the given streams; an interrupt (Ctrl-C,
-// SIGTERM, SIGHUP) ends it and every server it started.
+// run is the whole program on the given streams.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(args, processEnv(stdin, stdout, stderr))
+}
+
+// runEnv runs the program in env; an interrupt (Ctrl-C, SIGTERM, SIGHUP)
+// ends it and every server it started.
+func runEnv(args []string, env peoplecli.Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	return peoplecli.Main(ctx, env, args)
+}
+
+// processEnv is the process's world: its streams, environment, home and
+// working directory.
+func processEnv(stdin io.Reader, stdout, stderr io.Writer) peoplecli.Env {
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
-	return peoplecli.Main(ctx, peoplecli.Env{
+	return peoplecli.Env{
 		Stdin:     stdin,
 		Stdout:    stdout,
 		Stderr:    stderr,
@@ -55,5 +66,5 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Home:      home,
 		Cwd:       cwd,
 		Version:   version,
-	}, args)
+	}
 }

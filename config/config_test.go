@@ -432,14 +432,14 @@ F: server "s": key "command": neither command nor url is set; a stdio server nee
 			`F: server "a": key "type": must be "stdio" or "http"
 F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
 		{"envFile missing", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "${env:SECRET_TOKEN}.env"}}}`, nil,
-			`F: server "s": key "envFile": cannot read ${env:SECRET_TOKEN}.env: no such file or directory`},
+			`F: server "s": key "envFile": ${env:SECRET_TOKEN}.env: cannot be read: no such file or directory`},
 		{"envFile bad line", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "bad.env"}}}`,
 			map[string]string{".vscode/bad.env": "OK=1\nTOKEN " + secret + "\n"},
 			`F: server "s": key "envFile": bad.env: line 2 is not KEY=VALUE`},
 		{"envFile on http server", ".vscode/mcp.json", `{"servers": {"s": {"type": "http", "url": "https://h/mcp", "envFile": "x.env"}}}`, nil,
 			`F: server "s": key "envFile": not supported for a streamable HTTP server (url); it applies only to stdio servers (command)`},
 		{"envFile is a directory", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "."}}}`, nil,
-			`F: server "s": key "envFile": . is not a regular file`},
+			`F: server "s": key "envFile": .: not a regular file (a directory)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -490,7 +490,7 @@ func checkErrorShape(t *testing.T, err error, file string) {
 func TestLoadFileMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.toml")
 	_, err := LoadFile(path, MapLookup(nil))
-	want := path + ": cannot read " + path + ": no such file or directory"
+	want := path + ": cannot be read: no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}

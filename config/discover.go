@@ -2,11 +2,13 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 )
 
 // Tools whose config files Discover finds.
@@ -54,7 +56,8 @@ type DiscoverOptions struct {
 // This is Claude Code's precedence (local over project over user), and
 // every tool's (project over user). The repository root is the nearest
 // directory at or above Cwd holding .git; without one, only Cwd is
-// searched. found are the sources that exist; looked are all the places
+// searched. found are the sources where something is (a file, or
+// anything else there, which Load reports); looked are all the places
 // considered, for saying where nothing was found.
 func Discover(o DiscoverOptions) (found, looked []Source) {
 	want := func(tool string) bool { return o.Tools == nil || slices.Contains(o.Tools, tool) }
@@ -71,7 +74,7 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 			}
 			seen[src.Path] = true
 		}
-		if fi, err := os.Stat(src.Path); err == nil && fi.Mode().IsRegular() {
+		if present(src.Path) {
 			found = append(found, src)
 		}
 	}
@@ -129,6 +132,16 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 	return found, looked
 }
 
+// present reports whether something is at path: a file, or anything
+// else there (a directory, a FIFO, a device, a link to nothing or a link
+// loop), which Load then reports as the problem it is, rather than
+// skipping it silently. Only "nothing there" is absent; a path through a
+// file (ENOTDIR) is nothing there too.
+func present(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR))
+}
+
 // projectDirs are the directories from the repository root of cwd down to
 // cwd, or only cwd outside a repository.
 func projectDirs(cwd string) []string {
@@ -164,26 +177,36 @@ func vscodeUserFile(home string, lookup Lookup) string {
 }
 
 // claudeProjects returns the project directories of ~/.claude.json that
-// define MCP servers, cleaned, mapped to the key as the file spells it. A file that cannot be read or parsed has none here;
-// Load reports it when it reads the user scope.
+// define MCP servers, cleaned, mapped to the key as the file spells it. A
+// file that cannot be read or parsed has none here; Load reports it when
+// it reads the user scope.
 func claudeProjects(path string) map[string]string {
 	data, problem := readBounded(path, maxConfigFileSize)
 	if problem != "" {
 		return nil
 	}
-	var top struct {
-		Projects map[string]struct {
-			MCPServers json.RawMessage `json:"mcpServers"`
-		} `json:"projects"`
+	if checkJSONSyntax(path, data) != nil {
+		return nil
 	}
-	if json.Unmarshal(data, &top) != nil {
+	start, end, ok := lastJSONMember(data, 0, len(data), "projects")
+	if !ok {
 		return nil
 	}
 	out := map[string]string{}
-	for dir, p := range top.Projects {
-		if s := bytes.TrimSpace(p.MCPServers); len(s) > 0 && string(s) != "null" && string(s) != "{}" {
+	eachJSONMember(data, start, end, func(dir string, s, t int) {
+		delete(out, filepath.Clean(dir)) // of a key given twice the last counts
+		from, to, ok := lastJSONMember(data, s, t, "mcpServers")
+		if !ok {
+			return
+		}
+		if v := data[from:to]; string(v) != "null" && !emptyJSONObject(v) {
 			out[filepath.Clean(dir)] = dir
 		}
-	}
+	})
 	return out
+}
+
+// emptyJSONObject reports whether v is "{}", blanks allowed inside.
+func emptyJSONObject(v []byte) bool {
+	return len(v) >= 2 && v[0] == '{' && v[len(v)-1] == '}' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0
 }

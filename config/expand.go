@@ -26,7 +26,16 @@ type expander struct {
 	syntax    syntax
 	env       Lookup
 	workspace string // absolute; see workspaceFolder
+	// inserted counts the bytes references have expanded to in the
+	// file, bounded by maxExpansion.
+	inserted int
 }
+
+// maxExpansion bounds what the references of one file expand to, in
+// total. A reference is a few bytes and its value can be kilobytes (PATH,
+// a deep ${workspaceFolder}), so without it a file of references would
+// cost hundreds of times its size. Real files expand a handful.
+const maxExpansion = 1 << 20
 
 // workspaceFolder is the folder a JSON config file belongs to: the parent
 // of a .vscode or .cursor directory holding it, else the file's directory.
@@ -66,6 +75,9 @@ func (x *expander) expand(s string) (out string, problem string) {
 			return "", problem
 		}
 		if ok {
+			if x.inserted += len(val); x.inserted > maxExpansion {
+				return "", fmt.Sprintf("the variables of this file expand to more than %d bytes in all (a limit that keeps a hostile file from exhausting memory)", maxExpansion)
+			}
 			b.WriteString(val)
 		} else {
 			b.WriteString(s[i : i+3+j])

@@ -82,11 +82,19 @@ func FuzzLoadTOML(f *testing.F) {
 	f.Add([]byte("[mcp_servers.a]\ncommand = \"x\"\nargs = [\"y\"]\n[mcp_servers.a.env]\nK = \"v\"\n"))
 	f.Add([]byte("[mcp_servers.b]\nurl = \"https://h/mcp\"\nbearer_token = \"t\"\nhttp_headers = { A = \"b\" }\n"))
 	f.Add([]byte("model = 1\n[mcp_servers]\nx = 1\n"))
+	// The shape check: nesting at and past its limit, and brackets hidden
+	// in strings, comments and quoted keys.
+	f.Add([]byte("[mcp_servers.x]\ncommand = \"echo\"\nenv = " + strings.Repeat("{a=", 62) + "1" + strings.Repeat("}", 62) + "\n"))
+	f.Add([]byte("x = " + strings.Repeat("[", 63) + strings.Repeat("]", 63) + "\n"))
+	f.Add([]byte("a" + strings.Repeat(".a", 64) + " = 1\n[[b.c]]\nd = {e = [{}, {f = 1}]}\n"))
+	f.Add([]byte(`s = """[[\"""{{` + "\n" + `""""` + "\n" + `t = '''[[` + "\n" + `''''` + "\n" + `u = '[[' # [[` + "\n" +
+		`"[[".'{{' = [` + "\n# ]\n1,\n]\nv = {\n w = 1, # {\n}\n"))
 	// The file is never written: parseFile takes its content. Only an
 	// envFile is read from disk, and nothing writes to this directory.
 	path := filepath.Join(f.TempDir(), "config.toml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
+		checkShapeHolds(t, data, true)
 	})
 }
 
@@ -94,11 +102,14 @@ func FuzzLoadClaudeJSON(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"a": {"command": "${TOKEN}", "args": ["${X:-d}"], "env": {"K": "${SECRET_TOKEN}"}}}}`))
 	f.Add([]byte(`{"mcpServers": {"b": {"type": "http", "url": "https://${TOKEN}/mcp", "headers": {"A": "${NOPE}"}}}}`))
 	f.Add([]byte(`{"mcpServers": {"c": {"type": "sse", "url": "x", "disabled": true, "autoApprove": []}}} // c`))
+	f.Add([]byte(`{"mcpServers": {"d": {"command": "x", "args": ` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}}}`))
+	f.Add([]byte(`{"mcpServers": {"[[\"": {"command": "/*[[", "args": ["//{{"]}}, "x": [0, 0, 0, {}]}`))
 	// The file is never written: parseFile takes its content. Only an
 	// envFile is read from disk, and nothing writes to this directory.
 	path := filepath.Join(f.TempDir(), ".mcp.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
+		checkShapeHolds(t, data, false)
 	})
 }
 
@@ -106,9 +117,11 @@ func FuzzLoadVSCodeJSON(f *testing.F) {
 	f.Add([]byte(`{"servers": {"a": {"type": "stdio", "command": "${workspaceFolder}/x", "envFile": "${env:TOKEN}"}}}`))
 	f.Add([]byte(`{"inputs": [], "servers": {"b": {"type": "http", "url": "https://h/mcp", "headers": {"A": "${input:k}"}},}}`))
 	f.Add([]byte("/* c */ {\"servers\": {\"c\": {\"command\": \"${userHome}\", \"cwd\": \"${config:x}\"}}}"))
+	f.Add([]byte("// [[[\n/* {{ */ {\"servers\": {\"a\": {\"command\": \"x\", \"args\": " + strings.Repeat("[", 61) + strings.Repeat("]", 61) + ",},}}"))
 	path := filepath.Join(f.TempDir(), ".vscode", "mcp.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, data, path, parseSource(Source{Path: path}, data, fuzzEnv()))
+		checkShapeHolds(t, data, false)
 	})
 }
 
@@ -116,7 +129,9 @@ func FuzzParseInline(f *testing.F) {
 	f.Add([]byte(`{"a": {"command": "x", "args": ["y"], "env": {"K": "v"}, "startup_timeout_sec": 1e400}}`))
 	f.Add([]byte(`{"b": {"url": "https://h/mcp", "bearer_token": "t", "type": "http"}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"a": {"command": "x", "args": ` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkShapeHolds(t, data, false)
 		_, err := ParseInline(json.RawMessage(data))
 		var errs Errors
 		if err != nil && !errors.As(err, &errs) {

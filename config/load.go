@@ -59,7 +59,11 @@ func parseInline(data json.RawMessage) parsed {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return parsed{servers: map[string]*ServerConfig{}}
 	}
-	top, perr := decodeJSON(InlineSource, trimmed)
+	perr := checkJSONShape(InlineSource, trimmed, 0, len(trimmed), true)
+	var top any
+	if perr == nil {
+		top, perr = decodeJSON(InlineSource, trimmed)
+	}
 	if perr != nil {
 		perr.Key = "servers"
 		return failed(perr)
@@ -175,6 +179,9 @@ func parseSource(src Source, data []byte, env Lookup) parsed {
 }
 
 func parseTOML(path, dir string, data []byte) parsed {
+	if perr := checkTOMLShape(path, data); perr != nil {
+		return failed(perr)
+	}
 	var top map[string]any
 	if _, err := toml.Decode(string(data), &top); err != nil {
 		return failed(describeTOMLError(path, err))
@@ -213,65 +220,78 @@ func parseTOML(path, dir string, data []byte) parsed {
 
 func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) parsed {
 	path := src.Path
-	data = slices.Clone(data)
 	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		data = slices.Clone(data)
 		copy(data, "   ") // a byte order mark; blanked so positions stay right
-	}
-	std, err := hujson.Standardize(slices.Clone(data))
-	if err != nil {
-		return failed(describeJSONCError(path, data, err))
-	}
-	top, perr := decodeJSON(path, std)
-	if perr != nil {
-		return failed(perr)
-	}
-	obj, ok := top.(map[string]any)
-	if !ok {
-		return failed(&Error{File: path, Message: `expected a JSON object with "mcpServers" or "servers"`})
 	}
 	empty := parsed{servers: map[string]*ServerConfig{}}
 	var (
-		key string
-		d   dialect
-		syn syntax
+		raw   any    // the servers object
+		where string // where it is, for errors
+		d     dialect
+		syn   syntax
 	)
 	switch format {
-	case FormatAuto:
-		_, hasClaude := obj["mcpServers"]
-		_, hasVSCode := obj["servers"]
-		switch {
-		case hasClaude && hasVSCode:
-			return failed(&Error{File: path, Message: `both "mcpServers" and "servers" are present; a file is either Claude Code/Cursor (mcpServers) or VS Code (servers)`})
-		case hasClaude:
-			format = FormatMCPServers
-		case hasVSCode:
-			format = FormatVSCode
-		default:
-			return failed(&Error{File: path, Message: `no "mcpServers" (Claude Code, Cursor) or "servers" (VS Code) object`})
-		}
-	case FormatClaudeLocal:
-		projects, _ := obj["projects"].(map[string]any)
-		project, _ := projects[src.Project].(map[string]any)
-		if project == nil {
-			return empty
-		}
-		obj = project
-	}
-	switch format {
-	case FormatVSCode:
-		key, d, syn = "servers", dialectVSCode, syntaxVSCode
-	default:
-		key, d, syn = "mcpServers", dialectClaude, syntaxClaude
-	}
-	servers, ok := obj[key].(map[string]any)
-	if !ok {
-		if obj[key] == nil {
-			return empty
-		}
-		where := key
+	case FormatClaudeUser, FormatClaudeLocal:
+		project := ""
 		if format == FormatClaudeLocal {
-			where = fmt.Sprintf("projects[%q].%s", src.Project, key)
+			project = src.Project
 		}
+		start, end, found, perr := claudeServers(path, data, project)
+		if perr != nil {
+			return failed(perr)
+		}
+		if !found {
+			return empty
+		}
+		if perr := checkJSONShape(path, data, start, end, true); perr != nil {
+			return failed(perr)
+		}
+		if raw, perr = decodeJSON(path, data[start:end]); perr != nil {
+			return failed(perr)
+		}
+		where, d, syn = "mcpServers", dialectClaude, syntaxClaude
+		if project != "" {
+			where = fmt.Sprintf("projects[%q].mcpServers", project)
+		}
+	default:
+		if perr := checkJSONShape(path, data, 0, len(data), true); perr != nil {
+			return failed(perr)
+		}
+		top, perr := decodeJSONC(path, data)
+		if perr != nil {
+			return failed(perr)
+		}
+		obj, ok := top.(map[string]any)
+		if !ok {
+			return failed(&Error{File: path, Message: `expected a JSON object with "mcpServers" or "servers"`})
+		}
+		if format == FormatAuto {
+			_, hasClaude := obj["mcpServers"]
+			_, hasVSCode := obj["servers"]
+			switch {
+			case hasClaude && hasVSCode:
+				return failed(&Error{File: path, Message: `both "mcpServers" and "servers" are present; a file is either Claude Code/Cursor (mcpServers) or VS Code (servers)`})
+			case hasClaude:
+				format = FormatMCPServers
+			case hasVSCode:
+				format = FormatVSCode
+			default:
+				return failed(&Error{File: path, Message: `no "mcpServers" (Claude Code, Cursor) or "servers" (VS Code) object`})
+			}
+		}
+		if format == FormatVSCode {
+			where, d, syn = "servers", dialectVSCode, syntaxVSCode
+		} else {
+			where, d, syn = "mcpServers", dialectClaude, syntaxClaude
+		}
+		raw = obj[where]
+	}
+	if raw == nil {
+		return empty
+	}
+	servers, ok := raw.(map[string]any)
+	if !ok {
 		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
@@ -414,6 +434,20 @@ func decodeJSON(file string, data []byte) (any, *Error) {
 		return nil, positioned(file, data, end, "invalid JSON", "data after the top-level value")
 	}
 	return v, nil
+}
+
+// decodeJSONC decodes a JSON value of file that may hold comments and
+// trailing commas. Standard JSON, the most common, is decoded as it is:
+// hujson's syntax tree costs several times the file's size.
+func decodeJSONC(file string, data []byte) (any, *Error) {
+	if json.Valid(data) {
+		return decodeJSON(file, data)
+	}
+	std, err := hujson.Standardize(slices.Clone(data))
+	if err != nil {
+		return nil, describeJSONCError(file, data, err)
+	}
+	return decodeJSON(file, std)
 }
 
 // positioned is a parse error of file at a byte offset of data.

@@ -203,6 +203,49 @@ func TestConfigDiscoveryForHosts(t *testing.T) {
 	}
 }
 
+// TestConfigDiscoveryHostileProject: in a cloned repository, project
+// files past the shape limits or that are not files at all are config
+// errors naming the file (with line and column for the limit), and the
+// server of the good file next to them starts.
+func TestConfigDiscoveryHostileProject(t *testing.T) {
+	home, repo := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", "")
+	cwd := filepath.Join(repo, "sub")
+	for _, dir := range []string{filepath.Join(repo, ".git"), filepath.Join(repo, ".codex"), filepath.Join(cwd, ".vscode", "mcp.json")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep := filepath.Join(repo, ".codex", "config.toml")
+	body := "[mcp_servers.x]\ncommand = \"echo\"\nenv = " + strings.Repeat("{a=", 5000) + "1" + strings.Repeat("}", 5000) + "\n"
+	if err := os.WriteFile(deep, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := fixture.Config("good", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}})
+	entry, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"good": map[string]any{"command": good.Command, "args": good.Args, "env": good.Env}}})
+	if err := os.WriteFile(filepath.Join(cwd, ".mcp.json"), entry, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	res := h.initialize(nil, map[string]any{"configDiscovery": map[string]any{"cwd": cwd}})
+	if diff := cmp.Diff([]string{"good"}, res.Servers); diff != "" {
+		t.Fatalf("servers (-want +got):\n%s\nconfig: %+v", diff, res.Config)
+	}
+	dir := filepath.Join(cwd, ".vscode", "mcp.json")
+	want := []protocol.ConfigProblem{
+		{File: deep, Line: 3, Column: 191, Message: "nested more than 64 levels deep at line 3, column 191 (a limit that keeps a hostile file from exhausting memory)"},
+		{File: dir, Message: "not a regular file (a directory)"},
+	}
+	if diff := cmp.Diff(want, res.Config.Errors); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	open := h.open(map[string]any{"startup": "eager"})
+	if sum := h.waitComplete(open.SessionID, 0); len(sum.Ready) != 1 {
+		t.Errorf("round 0: %+v", sum)
+	}
+}
+
 // TestSkippedStdoutLinesAreWarnings: a server that prints lines that are
 // not JSON-RPC on stdout works, and servers/status says so: the count and
 // the first line.

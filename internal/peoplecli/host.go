@@ -44,7 +44,7 @@ func startHost(ctx context.Context, env Env, logOut io.Writer, onRequest func(ct
 		// is for the host's reader should that ever change.
 		sidecarW.Close()
 	}()
-	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{OnNotification: h.dispatch, OnRequest: onRequest})
+	h.client = hostclient.New(ctx, hostR, hostW, hostclient.Options{OnNotification: h.dispatch, OnRequest: onRequest, Checker: env.Checker})
 	return h
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // loginWorld is a person's machine: a config file naming a protected
@@ -51,6 +52,10 @@ func newLoginWorld(t *testing.T) *loginWorld {
 // run runs a command and returns its exit status and output.
 func (w *loginWorld) run(run func(context.Context, Env, []string) int, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
+	checker, err := schema.NewChecker()
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	env := Env{
 		Stdout: &out, Stderr: &errOut, Home: w.vars["HOME"], Cwd: w.vars["HOME"], Version: "test",
 		LookupEnv: func(k string) (string, bool) {
@@ -58,8 +63,12 @@ func (w *loginWorld) run(run func(context.Context, Env, []string) int, args ...s
 			return v, ok
 		},
 		OpenBrowser: w.browse,
+		Checker:     checker,
 	}
 	code := run(w.t.Context(), env, append(args, "--config", w.config))
+	if err := checker.Err(); err != nil {
+		w.t.Errorf("%v: messages that do not match the protocol schema:\n%v", args, err)
+	}
 	return code, out.String(), errOut.String()
 }
 

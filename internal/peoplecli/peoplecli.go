@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // Env is what a command may use of the world. main fills it from the
@@ -34,6 +35,10 @@ type Env struct {
 	// OpenBrowser opens a URL in the user's browser (login); nil is the
 	// system's opener (xdg-open, open, start).
 	OpenBrowser func(ctx context.Context, url string) error
+	// Checker, when set, checks every message between a command and its
+	// in-process sidecar against the protocol schema (tests set it; see
+	// schema.Checker). A command runs one sidecar at a time.
+	Checker *schema.Checker
 }
 
 func (e Env) lookup(key string) (string, bool) {
