@@ -32,7 +32,7 @@ func TestDemoMatchesREADME(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mcp-sidecar demo: %v\n%s", err, out)
 		}
-		if diff := cmp.Diff(normalizePids(want), normalizePids(string(out))); diff != "" {
+		if diff := cmp.Diff(normalizeDemo(want), normalizeDemo(string(out))); diff != "" {
 			t.Fatalf("README's demo transcript differs from what `mcp-sidecar demo` prints (-README +demo):\n%s", diff)
 		}
 	}
@@ -54,7 +54,19 @@ func demoTranscript(readme string) (string, bool) {
 	return body[:j], true
 }
 
-var pidPattern = regexp.MustCompile(`pid \d+|\[\d+\]`)
+var (
+	pidPattern     = regexp.MustCompile(`pid \d+|\[\d+\]`)
+	versionPattern = regexp.MustCompile(`sidecar mcp-sidecar [^;\s]+;`)
+)
+
+// normalizeDemo replaces what differs between builds of one source: process
+// ids, and the version, which is "0.1.0-dev" under `go run` (as the README
+// shows it) but a pseudo-version naming the commit for a binary `go build`
+// made in a clone.
+func normalizeDemo(s string) string {
+	s = versionPattern.ReplaceAllString(s, "sidecar mcp-sidecar VERSION;")
+	return normalizePids(s)
+}
 
 func normalizePids(s string) string {
 	return pidPattern.ReplaceAllStringFunc(s, func(m string) string {

@@ -23,8 +23,10 @@ var version = devVersion
 
 const devVersion = "0.1.0-dev"
 
-// moduleVersion is the version go install recorded in the binary ("1.2.3"
-// for v1.2.3), or "" for a build from a checkout.
+// moduleVersion is the version the go command recorded in the binary: "1.2.3"
+// for `go install ...@v1.2.3`, a pseudo-version naming the commit
+// ("0.0.0-20261201113311-31d561f78f39", "+dirty" if the tree was) for a
+// `go build` in a clone (Go 1.24 and later), or "" for `go run` and tests.
 func moduleVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
