@@ -103,6 +103,10 @@ type headerTransport struct {
 	// onTaskStatus sees notifications/tasks/status on every event stream
 	// (go-sdk does not know that notification).
 	onTaskStatus func(json.RawMessage)
+	// subscriptions and resubscribeFailed are Options.Subscriptions and
+	// Handlers.ResubscribeFailed: a renewed session subscribes again.
+	subscriptions     func() []string
+	resubscribeFailed func(uri string, err error)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -497,9 +501,81 @@ func (k *sessionKeeper) renew(ctx context.Context, stale string, t *headerTransp
 	if err != nil {
 		return "", err
 	}
+	// Still under k.mu: no request reaches the new session before its
+	// subscriptions are in place, so no update is missed for want of one.
+	k.resubscribe(ctx, t, id)
 	k.inner = id
 	return id, nil
 }
+
+// resubscribe subscribes the new session to the resources the forgotten
+// one was subscribed to (MCP: a subscription belongs to a session). A
+// refusal is reported, not fatal: the session works, without that update.
+func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, session string) {
+	if t.subscriptions == nil {
+		return
+	}
+	for i, uri := range t.subscriptions() {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		err := k.call(ctx, t, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
+		if err != nil {
+			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, "uri", uri, "err", err)
+			if t.resubscribeFailed != nil {
+				t.resubscribeFailed(uri, err)
+			}
+		}
+	}
+}
+
+// call sends a request of the sidecar's own on session, outside go-sdk
+// (which knows nothing of the renewal), and waits for its answer in the
+// response: headers as on notifications/initialized, the id one go-sdk
+// never uses.
+func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, session, id, method string, params json.RawMessage) error {
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", id, method, params}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = k.readyHeader.Clone()
+	t.currentToken(ctx, req.Header)
+	req.Header.Set(sessionIDHeader, session)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return t.describe(req, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{method: method, status: resp.StatusCode, text: resp.Status}
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	answer, err := responseIn(resp.Body, mt, t.maxMsg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if answer.Error != nil {
+		return fmt.Errorf("%s: %w", method, answer.Error)
+	}
+	return nil
+}
+
+// statusError is an HTTP status that answered one of the keeper's calls.
+type statusError struct {
+	method string
+	status int
+	text   string
+}
+
+func (e *statusError) Error() string { return e.method + ": " + e.text }
 
 // handshake sends initialize and notifications/initialized as go-sdk sent
 // them the first time, and returns the new session id.
@@ -523,14 +599,12 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", errors.New("initialize: the server gave no session id")
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	answer, err := firstMessage(resp.Body, mt, t.maxMsg)
+	answer, err := responseIn(resp.Body, mt, t.maxMsg)
 	if err != nil {
 		return "", fmt.Errorf("initialize: %w", err)
 	}
-	if r, ok := answer.(*jsonrpc.Response); !ok {
-		return "", fmt.Errorf("initialize: answered with a %T", answer)
-	} else if r.Error != nil {
-		return "", fmt.Errorf("initialize: %w", r.Error)
+	if answer.Error != nil {
+		return "", fmt.Errorf("initialize: %w", answer.Error)
 	}
 
 	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.readyBody))
@@ -565,16 +639,17 @@ func (t *headerTransport) currentToken(ctx context.Context, h http.Header) {
 	}
 }
 
-// firstMessage reads the first JSON-RPC message of a response body, a JSON
-// body or an event stream.
-func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, error) {
+// responseIn reads the response of a response body, a JSON body or an
+// event stream; the requests and notifications a stream may carry before
+// it (a server's log, progress) are skipped.
+func responseIn(body io.Reader, mediaType string, max int) (*jsonrpc.Response, error) {
 	switch mediaType {
 	case "application/json":
 		data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
 		if err != nil {
 			return nil, err
 		}
-		return jsonrpc.DecodeMessage(data)
+		return asResponse(jsonrpc.DecodeMessage(data))
 	case "text/event-stream":
 		sc := bufio.NewScanner(body)
 		sc.Buffer(make([]byte, 0, 64<<10), max)
@@ -583,7 +658,10 @@ func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, e
 			line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
 			if len(line) == 0 {
 				if len(data) > 0 {
-					return jsonrpc.DecodeMessage(data)
+					if r, ok := isResponse(data); ok {
+						return r, nil
+					}
+					data = data[:0]
 				}
 				continue
 			}
@@ -597,12 +675,29 @@ func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, e
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
-		if len(data) > 0 {
-			return jsonrpc.DecodeMessage(data)
+		if r, ok := isResponse(data); ok {
+			return r, nil
 		}
-		return nil, errors.New("the event stream ended without a message")
+		return nil, errors.New("the event stream ended without a response")
 	}
 	return nil, fmt.Errorf("unexpected content type %q", mediaType)
+}
+
+func isResponse(data []byte) (*jsonrpc.Response, bool) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	r, ok := msg.(*jsonrpc.Response)
+	return r, err == nil && ok
+}
+
+func asResponse(msg jsonrpc.Message, err error) (*jsonrpc.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return nil, fmt.Errorf("answered with a %T", msg)
+	}
+	return r, nil
 }
 
 // deliverRaw hands a message to the sink if it answers one of its calls.
@@ -778,7 +873,8 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
 		logger:     c.opts.Logger,
 		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
-		oauth: c.opts.OAuth,
+		oauth:         c.opts.OAuth,
+		subscriptions: c.opts.Subscriptions, resubscribeFailed: c.opts.Handlers.ResubscribeFailed,
 	}
 	c.http = ht
 	client.Transport = ht
