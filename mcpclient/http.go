@@ -225,7 +225,8 @@ func (t *headerTransport) rewrite(req *http.Request) error {
 // send sends req with the session id the server knows now. A 404 for that
 // session (the server restarted, or expired the session) is answered by
 // initializing a new session, once, and sending req again on it; go-sdk
-// keeps using the id it knows and never sees the switch.
+// keeps using the id it knows and never sees the switch. So is a 400 the
+// server confirms is about the session (forgotten).
 func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	outer := req.Header.Get(sessionIDHeader)
 	inner := t.keeper.translate(req)
@@ -235,17 +236,32 @@ func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	}
 	t.noteStatus(req, resp)
 	t.keeper.observe(resp, outer, inner)
-	if resp.StatusCode != http.StatusNotFound || inner == "" || req.Method == http.MethodDelete {
+	notFound := resp.StatusCode == http.StatusNotFound
+	if !notFound && resp.StatusCode != http.StatusBadRequest || inner == "" || req.Method == http.MethodDelete {
 		return resp, nil
 	}
-	// Keep the 404 whole: if no new session can be had, go-sdk gets it and
-	// ends the connection (ErrSessionMissing), as it would without us.
+	// Keep the answer whole: if no new session can be had, go-sdk gets it
+	// and, for a 404, ends the connection (ErrSessionMissing), as it would
+	// without us.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	retry, ok := t.retryRequest(req)
 	if !ok {
 		return resp, nil
+	}
+	if !notFound {
+		// MCP servers answer 404 for a session they no longer know, yet
+		// some answer 400, as for a request without a session (the
+		// TypeScript SDK's examples, server-everything among them). A
+		// ping on the session tells that from a 400 about this request:
+		// only a session refused for a ping too is renewed, and go-sdk
+		// is shown the 404 the server meant.
+		if !t.keeper.forgotten(req.Context(), inner, t) {
+			return resp, nil
+		}
+		t.logger.Info("server answered 400 Bad Request for its session, a ping on it too: it no longer knows the session", "server", t.server, "url", t.url)
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 	}
 	id, err := t.keeper.renew(req.Context(), inner, t)
 	if err != nil {
@@ -411,7 +427,8 @@ const (
 )
 
 // sessionKeeper lets a connection survive a server that forgets its session
-// (MCP Streamable HTTP: the server answers 404 for an unknown session id).
+// (MCP Streamable HTTP: the server answers 404 for an unknown session id;
+// some answer 400, see send).
 // go-sdk treats that as the end of the connection; the keeper instead
 // replays the handshake it saw (initialize, notifications/initialized) to
 // get a new session, and maps go-sdk's session id (outer) to the one the
@@ -517,7 +534,7 @@ func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, ses
 	}
 	for i, uri := range t.subscriptions() {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
-		err := k.call(ctx, t, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
+		err := k.call(ctx, t, k.readyHeader, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
 		if err != nil {
 			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, "uri", uri, "err", err)
 			if t.resubscribeFailed != nil {
@@ -527,11 +544,33 @@ func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, ses
 	}
 }
 
+// forgotten reports whether the server no longer knows session, which
+// answered a request with 400: it was renewed meanwhile, or the server
+// refuses a ping on it as well (400 or 404).
+func (k *sessionKeeper) forgotten(ctx context.Context, session string, t *headerTransport) bool {
+	k.mu.Lock()
+	current := k.inner
+	var header http.Header
+	if k.readyHeader != nil {
+		header = k.readyHeader.Clone()
+	}
+	k.mu.Unlock()
+	if current != session {
+		return true
+	}
+	if header == nil {
+		return false // no handshake to replay either
+	}
+	var se *statusError
+	err := k.call(ctx, t, header, session, "mcp-sidecar-session-probe", "ping", nil)
+	return errors.As(err, &se) && (se.status == http.StatusBadRequest || se.status == http.StatusNotFound)
+}
+
 // call sends a request of the sidecar's own on session, outside go-sdk
 // (which knows nothing of the renewal), and waits for its answer in the
-// response: headers as on notifications/initialized, the id one go-sdk
-// never uses.
-func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, session, id, method string, params json.RawMessage) error {
+// response: with the headers of notifications/initialized (header), and
+// an id go-sdk never uses.
+func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, header http.Header, session, id, method string, params json.RawMessage) error {
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      string          `json:"id"`
@@ -546,7 +585,7 @@ func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, session, i
 	if err != nil {
 		return err
 	}
-	req.Header = k.readyHeader.Clone()
+	req.Header = header.Clone()
 	t.currentToken(ctx, req.Header)
 	req.Header.Set(sessionIDHeader, session)
 	resp, err := t.base.RoundTrip(req)
