@@ -176,9 +176,15 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		tool("plain", fixture.BehaviorEcho),
 	}
 	h := newHarness(t)
-	spec := fixture.Spec{RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+	spec := fixture.Spec{RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)},
+		Capabilities: map[string]json.RawMessage{"tasks": json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)}}
+	// The same tools on a server that does not declare task-augmented
+	// tools/call.
+	noTasksRaw := tempFile(t, "notasks.log")
+	noTasks := fixture.Spec{RawLogFile: noTasksRaw, Tools: tools}
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec), "n": fixture.Config("n", noTasks)}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(sid, 0)
 
 	t.Run("required without task is refused", func(t *testing.T) {
 		_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__research"})
@@ -192,6 +198,27 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		je, _ := h.wantCode(err, protocol.CodeInvalidParams)
 		if !strings.Contains(je.Message, `"forbidden"`) {
 			t.Errorf("message %q", je.Message)
+		}
+	})
+	t.Run("task refused by a server without tasks.requests.tools.call", func(t *testing.T) {
+		for _, name := range []string{"mcp__n__maybe", "mcp__n__research"} {
+			_, err := h.callTool(map[string]any{"sessionId": sid, "name": name, "task": map[string]any{}})
+			je, data := h.wantCode(err, protocol.CodeInvalidParams)
+			if !strings.Contains(je.Message, "tasks.requests.tools.call") || data.Server != "n" {
+				t.Errorf("%s: message %q, data %+v: want the missing capability named", name, je.Message, data)
+			}
+		}
+		for _, line := range fixture.ReadLines(noTasksRaw) {
+			if strings.Contains(line, `"tools/call"`) {
+				t.Errorf("a refused call reached the server: %s", line)
+			}
+		}
+	})
+	t.Run("taskSupport is not considered without the capability", func(t *testing.T) {
+		// MCP: without tasks.requests.tools.call a client uses no task on
+		// the server's tools, whatever their taskSupport.
+		if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__n__research"}); err != nil {
+			t.Fatalf("a call without task to a server that takes none: %v", err)
 		}
 	})
 	t.Run("task must be an object", func(t *testing.T) {
