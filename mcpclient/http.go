@@ -260,7 +260,7 @@ func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 		if !t.keeper.forgotten(req.Context(), inner, t) {
 			return resp, nil
 		}
-		t.logger.Info("server answered 400 Bad Request for its session, a ping on it too: it no longer knows the session", "server", t.server, "url", t.url)
+		t.logger.Info("server answered 400 Bad Request for a session it no longer knows (MCP says 404)", "server", t.server, "url", t.url)
 		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 	}
 	id, err := t.keeper.renew(req.Context(), inner, t)
