@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -46,7 +47,14 @@ type quality struct {
 	recall1, recall5 float64
 	mrr              float64
 	missed1          []string // queries whose first result is not an answer
+	// perQuery has each query's figures, in the order of the queries, for
+	// paired comparisons of two rankers.
+	perQuery []queryScore
 }
+
+// queryScore is one query's recall@1, recall@5 and reciprocal rank (0 when
+// no answer is in the first mrrDepth).
+type queryScore struct{ r1, r5, rr float64 }
 
 const mrrDepth = 10
 
@@ -64,15 +72,18 @@ func evaluate(qs []corpusQuery, answers func(corpusQuery) []string, rank ranker)
 			}
 			return float64(n) / float64(min(k, len(want)))
 		}
-		q.n++
-		q.recall1 += hitsAt(1)
-		q.recall5 += hitsAt(5)
+		qs := queryScore{r1: hitsAt(1), r5: hitsAt(5)}
 		for i, name := range got {
 			if slices.Contains(want, name) {
-				q.mrr += 1 / float64(i+1)
+				qs.rr = 1 / float64(i+1)
 				break
 			}
 		}
+		q.n++
+		q.recall1 += qs.r1
+		q.recall5 += qs.r5
+		q.mrr += qs.rr
+		q.perQuery = append(q.perQuery, qs)
 		if hitsAt(1) == 0 {
 			first := "nothing"
 			if len(got) > 0 {
@@ -266,7 +277,7 @@ func searchAblations() []struct {
 	v.Stem = false
 	vs = append(vs, variant{"no stemming", v})
 	v = d
-	v.Synonyms = false
+	v.Synonyms = nil
 	vs = append(vs, variant{"no synonyms", v})
 	v = d
 	v.Exact = 0
@@ -287,6 +298,65 @@ func searchAblations() []struct {
 	v.Weights.Server = 0
 	vs = append(vs, variant{"no server name", v})
 	return vs
+}
+
+// synonymEffect is what one entry of the synonym table is worth on the
+// corpus queries: the default ranking against the same ranking without
+// that entry alone.
+type synonymEffect struct {
+	word string
+	// helped and hurt are the ids of the queries whose R@1, R@5 or
+	// reciprocal rank the entry raises (helped) or lowers (hurt).
+	helped, hurt []int
+	// dR1, dR5 and dMRR are the differences over all queries, default
+	// minus without the entry.
+	dR1, dR5, dMRR float64
+}
+
+// synonymEffects takes each entry out of the default table on its own and
+// compares every query's figures with the default ranking's.
+func synonymEffects(tb testing.TB, c *searchCorpus) []synonymEffect {
+	d := search.DefaultRanking()
+	base := evaluate(c.queries, c.answers, indexRanker(tb, c.tools, d))
+	var out []synonymEffect
+	for _, word := range slices.Sorted(maps.Keys(d.Synonyms)) {
+		r := d
+		r.Synonyms = maps.Clone(d.Synonyms)
+		delete(r.Synonyms, word)
+		q := evaluate(c.queries, c.answers, indexRanker(tb, c.tools, r))
+		e := synonymEffect{word: word, dR1: base.recall1 - q.recall1, dR5: base.recall5 - q.recall5, dMRR: base.mrr - q.mrr}
+		for i, with := range base.perQuery {
+			without := q.perQuery[i]
+			if with.r1 > without.r1 || with.r5 > without.r5 || with.rr > without.rr {
+				e.helped = append(e.helped, c.queries[i].ID)
+			}
+			if with.r1 < without.r1 || with.r5 < without.r5 || with.rr < without.rr {
+				e.hurt = append(e.hurt, c.queries[i].ID)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestSynonymsHelp keeps the synonym table to the entries the measurement
+// shows to help: each, taken out alone, lowers recall@1, recall@5 or MRR
+// over all queries and raises none of them. An entry no query exercises is
+// a guess, and goes (or gets a query that shows what it is worth). The
+// queries an entry helps and hurts are logged (-v).
+func TestSynonymsHelp(t *testing.T) {
+	const eps = 1e-9 // the same figures summed in the same order are equal; this absorbs only rounding
+	c := loadSearchCorpus(t)
+	for _, e := range synonymEffects(t, c) {
+		t.Logf("%-8s helps %v, hurts %v: R@1 %+.3f R@5 %+.3f MRR %+.3f", e.word, e.helped, e.hurt, e.dR1, e.dR5, e.dMRR)
+		switch {
+		case len(e.helped) == 0 && len(e.hurt) == 0:
+			t.Errorf("synonym %q changes no query's figures: take it out, or add a query it answers", e.word)
+		case e.dR1 < -eps || e.dR5 < -eps || e.dMRR < -eps || max(e.dR1, e.dR5, e.dMRR) < eps:
+			t.Errorf("synonym %q does not help over all queries (R@1 %+.3f, R@5 %+.3f, MRR %+.3f; helps %v, hurts %v): take it out",
+				e.word, e.dR1, e.dR5, e.dMRR, e.helped, e.hurt)
+		}
+	}
 }
 
 // TestSearchAblation logs the quality of each ablation on the development

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,13 @@ func TestSearchReport(t *testing.T) {
 			p(" %.3f / %.3f / %.3f |", q.recall1, q.recall5, q.mrr)
 		}
 		p("\n")
+	}
+
+	p("\n**Synonym entries** (each taken out of the table alone; the queries whose figures it raises and lowers, and the differences over all queries it makes):\n\n")
+	p("| word | expands to | helps queries | hurts queries | R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|\n")
+	table := search.DefaultRanking().Synonyms
+	for _, e := range synonymEffects(t, c) {
+		p("| %s | %s | %s | %s | %+.3f | %+.3f | %+.3f |\n", e.word, strings.Join(table[e.word], ", "), ids(e.helped), ids(e.hurt), e.dR1, e.dR5, e.dMRR)
 	}
 
 	// Speed and memory.
@@ -181,6 +189,21 @@ func searchTurnTokens(tb testing.TB, c *searchCorpus) (search_, get int) {
 		g = append(g, float64(catalog.EstimateTokens(gb)))
 	}
 	return int(medianF(s)), int(medianF(g))
+}
+
+// ids lists query ids for a table cell.
+func ids(list []int) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, id := range list {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprint(&b, id)
+	}
+	return b.String()
 }
 
 func us(d time.Duration) string {

@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
@@ -33,9 +34,11 @@ type Ranking struct {
 	K1, B float64
 	// Stem maps inflections to one term on both sides (files, file).
 	Stem bool
-	// Synonyms expands query words with the words catalogs use for the
-	// same thing (folder, directory), at SynonymWeight of the original.
-	Synonyms      bool
+	// Synonyms maps a query word (lower-case, as a query is split, not
+	// stemmed) to the phrases catalogs use for the same thing (folder:
+	// directory), searched at SynonymWeight of the original; nil searches
+	// no synonyms. DefaultRanking sets the built-in table (synonyms.go).
+	Synonyms      map[string][]string
 	SynonymWeight float64
 	// NameCoverage is added, times the query's total idf weight, in
 	// proportion to the share of the query's terms found in the tool's
@@ -71,7 +74,7 @@ func DefaultRanking() Ranking {
 		B:             0.75,
 		Stem:          true,
 		Exact:         0.2,
-		Synonyms:      true,
+		Synonyms:      maps.Clone(synonyms),
 		SynonymWeight: 0.5,
 		NameCoverage:  0.5,
 		Compounds:     1,

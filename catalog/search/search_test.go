@@ -92,7 +92,7 @@ func TestSearchRanksFreeText(t *testing.T) {
 		// the server's name counts: the GitHub file tool before the local one
 		{"github file contents", []string{"mcp__github__get_file_contents", "mcp__fs__read_file"}},
 		// everyday word through the synonym table
-		{"take a picture of the page", []string{"mcp__browser__browser_take_screenshot"}},
+		{"save a file", []string{"mcp__fs__write_file"}},
 		{"what is in this folder", []string{"mcp__fs__list_directory"}},
 		// parameters are searched too
 		{"capture the whole scrollable page", []string{"mcp__browser__browser_take_screenshot"}},
