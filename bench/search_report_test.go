@@ -52,6 +52,16 @@ func TestSearchReport(t *testing.T) {
 		p("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s |\n", set, o.n, o.recall1, o.recall5, o.mrr, b.recall1, b.recall5, b.mrr,
 			verdict(o.recall1 > b.recall1 && o.mrr > b.mrr && o.recall5 >= b.recall5))
 	}
+	p("\n**Differences** (tools/search minus plain BM25, query by query: the mean, its 95 %% paired bootstrap interval over queries (%d resamples, fixed seed) and one-sided p; the queries where one ranks better, and the two-sided sign test):\n\n", bootstrapResamples)
+	p("| queries | figure | difference | 95 %% interval | bootstrap p | better / worse (queries) | sign test p |\n|---|---|---|---|---|---|---|\n")
+	for _, set := range []string{"dev", "heldout", "test", "all"} {
+		qs := c.subset(set)
+		o, b := evaluate(qs, c.answers, ours), evaluate(qs, c.answers, base)
+		for _, m := range pairedFigures {
+			d := comparePaired(o.perQuery, b.perQuery, m.get)
+			p("| %s | %s | %+.3f | [%+.3f, %+.3f] | %s | %d / %d | %s |\n", set, m.name, d.mean, d.lo, d.hi, pValue(d.bootP), d.wins, d.losses, pValue(d.signP))
+		}
+	}
 	p("\n**Ablations** (each row is the default ranking without one part; R@1 / R@5 / MRR):\n\n| ranking | dev | heldout | test | all |\n|---|---|---|---|---|\n")
 	for _, a := range searchAblations() {
 		rank := indexRanker(t, c.tools, a.r)
