@@ -266,11 +266,12 @@ func (r Ranking) newBuilder(tools []catalog.Tool, postings map[string][]posting)
 // add analyses tool number i.
 func (b *builder) add(i int, t *catalog.Tool) {
 	d := &b.s.docs[i]
-	*d = doc{name: t.Qualified, tool: t.Name, title: t.Title, desc: t.Description, raw: t.Raw, foldSafe: foldSafe(t.Description)}
+	title := displayTitle(t)
+	*d = doc{name: t.Qualified, tool: t.Name, title: title, desc: t.Description, raw: t.Raw, foldSafe: foldSafe(t.Description)}
 	clear(b.counts)
 	b.field(d, fieldName, t.Name)
 	b.field(d, fieldServer, t.Server)
-	b.field(d, fieldTitle, t.Title)
+	b.field(d, fieldTitle, title)
 	b.field(d, fieldDesc, t.Description)
 	for _, p := range schemaParams(t.InputSchema) {
 		b.field(d, fieldParamName, p.name)
@@ -314,6 +315,26 @@ func (b *builder) finish() *segment {
 		}
 	}
 	return b.s
+}
+
+// displayTitle is the title a tool shows people: its title, or else
+// annotations.title, where servers written before tools had a title of
+// their own still put it (70 of the corpus's 191 tools); MCP gives the two
+// that precedence.
+func displayTitle(t *catalog.Tool) string {
+	if t.Title != "" || len(t.Annotations) == 0 {
+		return t.Title
+	}
+	var a struct {
+		Title json.RawMessage `json:"title"`
+	}
+	var title string
+	// Annotations that do not decode, or a title that is not a string,
+	// leave the tool without a title: it is still found by the rest.
+	if json.Unmarshal(t.Annotations, &a) != nil || json.Unmarshal(a.Title, &title) != nil {
+		return ""
+	}
+	return title
 }
 
 type param struct{ name, desc string }

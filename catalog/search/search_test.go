@@ -216,6 +216,36 @@ func TestSearchSelect(t *testing.T) {
 	}
 }
 
+// TestSearchAnnotationsTitle: a tool without a title of its own is ranked
+// and matched by annotations.title, as MCP's display-name precedence has
+// it; a title of its own wins, and an annotations title that is not a
+// string is no title.
+func TestSearchAnnotationsTitle(t *testing.T) {
+	ix := New(DefaultRanking()).Update(catalogOf(t, map[string][]string{"s": {
+		`{"name":"t1","description":"Does a thing.","inputSchema":{"type":"object"},"annotations":{"title":"Frobnicate widgets","readOnlyHint":true}}`,
+		`{"name":"t2","title":"Polish gadgets","description":"Does another thing.","inputSchema":{"type":"object"},"annotations":{"title":"Frobnicate gadgets"}}`,
+		`{"name":"t3","description":"Third widgets thing.","inputSchema":{"type":"object"},"annotations":{"title":42}}`,
+	}}, []string{"s"}))
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"frobnicate", []string{"mcp__s__t1"}},
+		{"/^frobnicate/", []string{"mcp__s__t1"}},
+		{"polish", []string{"mcp__s__t2"}},
+		{"gadgets", []string{"mcp__s__t2"}},
+		// the title is a name field: t1 by its title before t3 by its
+		// description
+		{"widgets", []string{"mcp__s__t1", "mcp__s__t3"}},
+		{"/^42$/", []string{}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, names(mustSearch(t, ix, tt.query, Options{}))); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.query, diff)
+		}
+	}
+}
+
 func TestUpdateReusesUnchangedServers(t *testing.T) {
 	servers := map[string][]string{}
 	for k, v := range fixedCatalog {
