@@ -9,7 +9,7 @@
 //
 //	go test -run '^$' -bench . -benchtime=1x ./bench/              # CI smoke, one iteration each
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/  # the README table
-//	MCP_SIDECAR_SEARCH_REPORT=1 go test -run TestSearchReport -v ./bench/       # tool search (issue 18)
+//	MCP_SIDECAR_SEARCH_REPORT=1 go test -run TestSearchReport -v ./bench/       # tool search
 //
 // The tool search figures use the real catalogs of corpus/ (captured by
 // corpus/capture.sh) with their queries; TestSearchQuality and

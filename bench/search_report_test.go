@@ -19,7 +19,7 @@ import (
 // repetitions like MCP_SIDECAR_BENCH_REPORT.
 const searchReportEnv = "MCP_SIDECAR_SEARCH_REPORT"
 
-// TestSearchReport prints the figures of issue 18 as Markdown for
+// TestSearchReport prints the tool search figures as Markdown for
 // bench/README.md (and writes them to MCP_SIDECAR_BENCH_REPORT_OUT when
 // set): search quality against plain BM25, the ablations, speed and memory
 // at 1k, 10k and 50k tools, the context a catalog costs with and without
