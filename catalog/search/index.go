@@ -58,8 +58,10 @@ type Ranking struct {
 const exactPrefix = "="
 
 // DefaultRanking is the ranking tools/search uses. Its values were chosen
-// on the development queries of bench/corpus/queries.json; bench/README.md
-// has the measurements (held-out queries included) and the ablations.
+// on the development queries of bench/corpus/queries.json (the written-form
+// weight on the development and held-out queries together); bench/README.md
+// has the measurements, on test queries no choice was made on, and the
+// ablations.
 func DefaultRanking() Ranking {
 	return Ranking{
 		Weights: FieldWeights{
