@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// The benchmarks: one per measurement of issue 8, each with the sidecar
-// path and its baseline as sub-benchmarks of the same run. They are short
-// enough for CI to run once each:
+// The benchmarks: one per measurement of the README's Benchmarks table
+// (numbered as there), each with the sidecar path and its baseline as
+// sub-benchmarks of the same run. They are short enough for CI to run once
+// each:
 //
 //	go test -run '^$' -bench . -benchtime=1x ./bench/
 //

@@ -16,8 +16,9 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 )
 
-// The search corpus (issue 18): the real tools/list of published MCP
-// servers, captured by corpus/capture.sh and committed as data.
+// The search corpus (bench/README.md, "Tool search"): the real
+// tools/list of published MCP servers, captured by corpus/capture.sh and
+// committed as data.
 const (
 	corpusServersFile = "corpus/servers.json"
 	corpusToolsFile   = "corpus/tools.json"

@@ -18,9 +18,9 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// The seven measurements of issue 8. Each has a setup and a round (one
-// repetition) used by both the benchmarks (one round per b.N iteration) and
-// TestReport (many rounds, medians).
+// The seven measurements of the README's Benchmarks table. Each has a
+// setup and a round (one repetition) used by both the benchmarks (one
+// round per b.N iteration) and TestReport (many rounds, medians).
 
 // --- 1. Call overhead -------------------------------------------------
 
@@ -412,8 +412,9 @@ func setupStorm(tb testing.TB) *stormPaths {
 	return p
 }
 
-// toCallable is issue 5's measure: one tools/list_changed announcing a
-// new tool, then a call of that tool through the host protocol. The time
+// toCallable is the last row of measurement 6 (list_changed to the new
+// tool called): one tools/list_changed announcing a new tool, then a call
+// of that tool through the host protocol. The time
 // runs from the moment the host has the answer of the call that made the
 // server notify (the notification precedes that answer on the wire) to
 // the new tool's result: the sidecar must notice the stale catalog,

@@ -22,9 +22,10 @@ const sectionsEnv = "MCP_SIDECAR_BENCH_SECTIONS"
 
 type printer func(format string, args ...any)
 
-// TestReport runs the seven measurements of issue 8 with enough
-// repetitions for medians and p99, and prints a Markdown section for the
-// README (also written to the file named by MCP_SIDECAR_BENCH_REPORT_OUT):
+// TestReport runs the seven measurements of the README's Benchmarks
+// table with enough repetitions for medians and p99, and prints a
+// Markdown section for the README (also written to the file named by
+// MCP_SIDECAR_BENCH_REPORT_OUT):
 //
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/
 //

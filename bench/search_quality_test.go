@@ -2,12 +2,16 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
@@ -19,7 +23,7 @@ const corpusQueriesFile = "corpus/queries.json"
 // "server/tool".
 type corpusQuery struct {
 	ID      int      `json:"id"`
-	Set     string   `json:"set"` // "dev" or "heldout"
+	Set     string   `json:"set"` // "dev", "heldout" or "test"
 	Query   string   `json:"query"`
 	Answers []string `json:"answers"`
 }
@@ -46,7 +50,14 @@ type quality struct {
 	recall1, recall5 float64
 	mrr              float64
 	missed1          []string // queries whose first result is not an answer
+	// perQuery has each query's figures, in the order of the queries, for
+	// paired comparisons of two rankers.
+	perQuery []queryScore
 }
+
+// queryScore is one query's recall@1, recall@5 and reciprocal rank (0 when
+// no answer is in the first mrrDepth).
+type queryScore struct{ r1, r5, rr float64 }
 
 const mrrDepth = 10
 
@@ -64,15 +75,18 @@ func evaluate(qs []corpusQuery, answers func(corpusQuery) []string, rank ranker)
 			}
 			return float64(n) / float64(min(k, len(want)))
 		}
-		q.n++
-		q.recall1 += hitsAt(1)
-		q.recall5 += hitsAt(5)
+		qs := queryScore{r1: hitsAt(1), r5: hitsAt(5)}
 		for i, name := range got {
 			if slices.Contains(want, name) {
-				q.mrr += 1 / float64(i+1)
+				qs.rr = 1 / float64(i+1)
 				break
 			}
 		}
+		q.n++
+		q.recall1 += qs.r1
+		q.recall5 += qs.r5
+		q.mrr += qs.rr
+		q.perQuery = append(q.perQuery, qs)
 		if hitsAt(1) == 0 {
 			first := "nothing"
 			if len(got) > 0 {
@@ -226,26 +240,224 @@ func (b *bm25) rank(query string, limit int) []string {
 	return out
 }
 
-// TestSearchQuality checks the goal of issue 18 on the real corpus: the
-// index beats plain BM25 on recall@1 and MRR and is no worse on recall@5,
-// over all queries. The figures of every query set are logged (-v).
+// gatedSets are the query sets on which TestSearchQuality asserts the
+// goal: test, the queries no decision was taken on (the README's figure),
+// and all of them. dev and heldout, which the ranking was tuned on, are
+// logged only.
+var gatedSets = []string{"test", "all"}
+
+// goalMissed says how tools/search misses the goal against plain BM25 on
+// one set of queries: higher recall@1 and MRR, recall@5 not lower. It is
+// "" when the goal is met.
+func goalMissed(o, b quality) string {
+	var miss []string
+	if o.recall1 <= b.recall1 {
+		miss = append(miss, fmt.Sprintf("R@1 %.3f, BM25 %.3f", o.recall1, b.recall1))
+	}
+	if o.mrr <= b.mrr {
+		miss = append(miss, fmt.Sprintf("MRR %.3f, BM25 %.3f", o.mrr, b.mrr))
+	}
+	if o.recall5 < b.recall5 {
+		miss = append(miss, fmt.Sprintf("R@5 %.3f, BM25 %.3f", o.recall5, b.recall5))
+	}
+	return strings.Join(miss, "; ")
+}
+
+// gateFailures checks the goal on each gated set of figures (set name to
+// tools/search's and BM25's quality) and returns one message per set that
+// misses it.
+func gateFailures(figures map[string][2]quality) []string {
+	var out []string
+	for _, set := range gatedSets {
+		f, ok := figures[set]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s queries: not scored", set))
+			continue
+		}
+		if miss := goalMissed(f[0], f[1]); miss != "" {
+			out = append(out, fmt.Sprintf("%s queries (n=%d): tools/search does not beat plain BM25: %s", set, f[0].n, miss))
+		}
+	}
+	return out
+}
+
+// TestSearchQuality checks the goal of the README's "Tool search and
+// deferred schemas" section on the real corpus: the index beats plain BM25
+// on recall@1 and MRR and is no worse on recall@5, on the test queries
+// (used for no decision) and on all queries. The figures of every set,
+// and the paired bootstrap intervals of the differences, are logged (-v).
 func TestSearchQuality(t *testing.T) {
 	c := loadSearchCorpus(t)
 	ours := indexRanker(t, c.tools, search.DefaultRanking())
 	base := newBM25(c.tools).rank
+	figures := map[string][2]quality{}
 	for _, set := range []string{"dev", "heldout", "test", "all"} {
 		qs := c.subset(set)
 		o, b := evaluate(qs, c.answers, ours), evaluate(qs, c.answers, base)
+		figures[set] = [2]quality{o, b}
 		t.Logf("%-7s n=%2d  tools/search R@1 %.3f R@5 %.3f MRR %.3f | BM25 R@1 %.3f R@5 %.3f MRR %.3f",
 			set, o.n, o.recall1, o.recall5, o.mrr, b.recall1, b.recall5, b.mrr)
+		for _, m := range pairedFigures {
+			d := comparePaired(o.perQuery, b.perQuery, m.get)
+			t.Logf("        %s difference %+.3f, 95 %% CI [%+.3f, %+.3f], bootstrap p %s; better on %d queries, worse on %d, sign test p %s",
+				m.name, d.mean, d.lo, d.hi, pValue(d.bootP), d.wins, d.losses, pValue(d.signP))
+		}
 		if testing.Verbose() && set == "dev" { // held-out misses are not looked at
 			for _, m := range o.missed1 {
 				t.Logf("  missed@1 %s", m)
 			}
 		}
-		if set == "all" && (o.recall1 <= b.recall1 || o.mrr <= b.mrr || o.recall5 < b.recall5) {
-			t.Errorf("tools/search does not beat plain BM25 on all %d queries: R@1 %.3f vs %.3f, R@5 %.3f vs %.3f, MRR %.3f vs %.3f",
-				o.n, o.recall1, b.recall1, o.recall5, b.recall5, o.mrr, b.mrr)
+	}
+	for _, f := range gateFailures(figures) {
+		t.Error(f)
+	}
+}
+
+// TestSearchQualityGate: the gate fails on a set it checks even when the
+// others pass; in particular a ranking that wins over all queries (which
+// include the ones it was tuned on) and loses on the test queries fails.
+func TestSearchQualityGate(t *testing.T) {
+	win := [2]quality{{n: 1, recall1: 0.8, recall5: 0.9, mrr: 0.85}, {n: 1, recall1: 0.7, recall5: 0.9, mrr: 0.8}}
+	tieR1 := [2]quality{{n: 1, recall1: 0.7, recall5: 0.9, mrr: 0.85}, {n: 1, recall1: 0.7, recall5: 0.9, mrr: 0.8}}
+	lowerR5 := [2]quality{{n: 1, recall1: 0.8, recall5: 0.85, mrr: 0.85}, {n: 1, recall1: 0.7, recall5: 0.9, mrr: 0.8}}
+	tests := []struct {
+		name    string
+		figures map[string][2]quality
+		failing []string // sets named in the failures
+	}{
+		{"met everywhere", map[string][2]quality{"dev": win, "test": win, "all": win}, nil},
+		{"lost on dev only", map[string][2]quality{"dev": tieR1, "test": win, "all": win}, nil},
+		{"lost on test, won over all", map[string][2]quality{"dev": win, "test": tieR1, "all": win}, []string{"test"}},
+		{"lower R@5 on test", map[string][2]quality{"test": lowerR5, "all": win}, []string{"test"}},
+		{"lost over all", map[string][2]quality{"test": win, "all": tieR1}, []string{"all"}},
+		{"test not scored", map[string][2]quality{"all": win}, []string{"test"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var failing []string
+			for _, f := range gateFailures(tt.figures) {
+				set, _, _ := strings.Cut(f, " ")
+				failing = append(failing, set)
+			}
+			if diff := cmp.Diff(tt.failing, failing); diff != "" {
+				t.Errorf("sets failing (-want +got):\n%s\n%v", diff, gateFailures(tt.figures))
+			}
+		})
+	}
+}
+
+// pairedDiff compares two rankers query by query on one figure: the mean
+// difference (first minus second), its 95 % paired bootstrap interval and
+// the bootstrap's one-sided p (the share of resamples whose difference is
+// not positive), and a sign test over the queries where they differ.
+type pairedDiff struct {
+	mean, lo, hi float64
+	bootP        float64
+	wins, losses int
+	signP        float64 // two-sided exact binomial p of wins against losses
+}
+
+// pairedFigures are the figures whose differences are tested query by
+// query: the two the goal asks to beat.
+var pairedFigures = []struct {
+	name string
+	get  func(queryScore) float64
+}{{"R@1", func(s queryScore) float64 { return s.r1 }}, {"MRR", func(s queryScore) float64 { return s.rr }}}
+
+// pValue formats a p-value to three places.
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "< 0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// bootstrapResamples is the number of resamples of the paired bootstrap;
+// its seed is fixed, so the report is the same on every run.
+const bootstrapResamples = 10000
+
+func comparePaired(a, b []queryScore, figure func(queryScore) float64) pairedDiff {
+	n := len(a)
+	d := make([]float64, n)
+	var out pairedDiff
+	for i := range a {
+		d[i] = figure(a[i]) - figure(b[i])
+		out.mean += d[i]
+		switch {
+		case d[i] > 0:
+			out.wins++
+		case d[i] < 0:
+			out.losses++
+		}
+	}
+	if n == 0 {
+		return out
+	}
+	out.mean /= float64(n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	means := make([]float64, bootstrapResamples)
+	notPositive := 0
+	for r := range means {
+		sum := 0.0
+		for range n {
+			sum += d[rng.IntN(n)]
+		}
+		means[r] = sum / float64(n)
+		if means[r] <= 0 {
+			notPositive++
+		}
+	}
+	slices.Sort(means)
+	out.lo = means[int(0.025*float64(len(means)))]
+	out.hi = means[int(0.975*float64(len(means)))-1]
+	out.bootP = float64(notPositive) / float64(len(means))
+	out.signP = signTest(out.wins, out.losses)
+	return out
+}
+
+// signTest is the two-sided exact binomial p of k successes against m
+// failures at probability one half.
+func signTest(k, m int) float64 {
+	n := k + m
+	if n == 0 {
+		return 1
+	}
+	low := min(k, m)
+	p := 0.0
+	for i := 0; i <= low; i++ {
+		p += math.Exp(lchoose(n, i) - float64(n)*math.Ln2)
+	}
+	return min(1, 2*p)
+}
+
+func lchoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	return a - b - c
+}
+
+func TestComparePaired(t *testing.T) {
+	r1 := func(s queryScore) float64 { return s.r1 }
+	same := []queryScore{{r1: 1}, {r1: 0}, {r1: 1}}
+	if got, want := comparePaired(same, same, r1), (pairedDiff{bootP: 1, signP: 1}); got != want {
+		t.Errorf("identical rankers: %+v, want %+v", got, want)
+	}
+	// Better on every one of 5 queries: the sign test's p is 2/2^5, and
+	// every resample's difference is 1.
+	better, worse := make([]queryScore, 5), make([]queryScore, 5)
+	for i := range better {
+		better[i].r1 = 1
+	}
+	if got, want := comparePaired(better, worse, r1), (pairedDiff{mean: 1, lo: 1, hi: 1, wins: 5, signP: 0.0625}); got != want {
+		t.Errorf("better everywhere: %+v, want %+v", got, want)
+	}
+	for _, tt := range []struct {
+		k, m int
+		want float64
+	}{{0, 0, 1}, {1, 1, 1}, {5, 0, 0.0625}, {0, 5, 0.0625}, {7, 4, 2 * 562.0 / 2048}} {
+		if got := signTest(tt.k, tt.m); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("signTest(%d, %d) = %v, want %v", tt.k, tt.m, got, tt.want)
 		}
 	}
 }
@@ -266,7 +478,7 @@ func searchAblations() []struct {
 	v.Stem = false
 	vs = append(vs, variant{"no stemming", v})
 	v = d
-	v.Synonyms = false
+	v.Synonyms = nil
 	vs = append(vs, variant{"no synonyms", v})
 	v = d
 	v.Exact = 0
@@ -287,6 +499,65 @@ func searchAblations() []struct {
 	v.Weights.Server = 0
 	vs = append(vs, variant{"no server name", v})
 	return vs
+}
+
+// synonymEffect is what one entry of the synonym table is worth on the
+// corpus queries: the default ranking against the same ranking without
+// that entry alone.
+type synonymEffect struct {
+	word string
+	// helped and hurt are the ids of the queries whose R@1, R@5 or
+	// reciprocal rank the entry raises (helped) or lowers (hurt).
+	helped, hurt []int
+	// dR1, dR5 and dMRR are the differences over all queries, default
+	// minus without the entry.
+	dR1, dR5, dMRR float64
+}
+
+// synonymEffects takes each entry out of the default table on its own and
+// compares every query's figures with the default ranking's.
+func synonymEffects(tb testing.TB, c *searchCorpus) []synonymEffect {
+	d := search.DefaultRanking()
+	base := evaluate(c.queries, c.answers, indexRanker(tb, c.tools, d))
+	var out []synonymEffect
+	for _, word := range slices.Sorted(maps.Keys(d.Synonyms)) {
+		r := d
+		r.Synonyms = maps.Clone(d.Synonyms)
+		delete(r.Synonyms, word)
+		q := evaluate(c.queries, c.answers, indexRanker(tb, c.tools, r))
+		e := synonymEffect{word: word, dR1: base.recall1 - q.recall1, dR5: base.recall5 - q.recall5, dMRR: base.mrr - q.mrr}
+		for i, with := range base.perQuery {
+			without := q.perQuery[i]
+			if with.r1 > without.r1 || with.r5 > without.r5 || with.rr > without.rr {
+				e.helped = append(e.helped, c.queries[i].ID)
+			}
+			if with.r1 < without.r1 || with.r5 < without.r5 || with.rr < without.rr {
+				e.hurt = append(e.hurt, c.queries[i].ID)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestSynonymsHelp keeps the synonym table to the entries the measurement
+// shows to help: each, taken out alone, lowers recall@1, recall@5 or MRR
+// over all queries and raises none of them. An entry no query exercises is
+// a guess, and goes (or gets a query that shows what it is worth). The
+// queries an entry helps and hurts are logged (-v).
+func TestSynonymsHelp(t *testing.T) {
+	const eps = 1e-9 // the same figures summed in the same order are equal; this absorbs only rounding
+	c := loadSearchCorpus(t)
+	for _, e := range synonymEffects(t, c) {
+		t.Logf("%-8s helps %v, hurts %v: R@1 %+.3f R@5 %+.3f MRR %+.3f", e.word, e.helped, e.hurt, e.dR1, e.dR5, e.dMRR)
+		switch {
+		case len(e.helped) == 0 && len(e.hurt) == 0:
+			t.Errorf("synonym %q changes no query's figures: take it out, or add a query it answers", e.word)
+		case e.dR1 < -eps || e.dR5 < -eps || e.dMRR < -eps || max(e.dR1, e.dR5, e.dMRR) < eps:
+			t.Errorf("synonym %q does not help over all queries (R@1 %+.3f, R@5 %+.3f, MRR %+.3f; helps %v, hurts %v): take it out",
+				e.word, e.dR1, e.dR5, e.dMRR, e.helped, e.hurt)
+		}
+	}
 }
 
 // TestSearchAblation logs the quality of each ablation on the development

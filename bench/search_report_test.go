@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // repetitions like MCP_SIDECAR_BENCH_REPORT.
 const searchReportEnv = "MCP_SIDECAR_SEARCH_REPORT"
 
-// TestSearchReport prints the figures of issue 18 as Markdown for
+// TestSearchReport prints the tool search figures as Markdown for
 // bench/README.md (and writes them to MCP_SIDECAR_BENCH_REPORT_OUT when
 // set): search quality against plain BM25, the ablations, speed and memory
 // at 1k, 10k and 50k tools, the context a catalog costs with and without
@@ -28,7 +29,7 @@ const searchReportEnv = "MCP_SIDECAR_SEARCH_REPORT"
 func TestSearchReport(t *testing.T) {
 	v := os.Getenv(searchReportEnv)
 	if v == "" {
-		t.Skipf("set %s=1 to run the search measurements (a few minutes)", searchReportEnv)
+		t.Skipf("set %s=1 to run the search measurements (about 30 s on an idle machine, more under load)", searchReportEnv)
 	}
 	scale, err := strconv.ParseFloat(v, 64)
 	if err != nil || scale <= 0 {
@@ -51,6 +52,16 @@ func TestSearchReport(t *testing.T) {
 		p("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s |\n", set, o.n, o.recall1, o.recall5, o.mrr, b.recall1, b.recall5, b.mrr,
 			verdict(o.recall1 > b.recall1 && o.mrr > b.mrr && o.recall5 >= b.recall5))
 	}
+	p("\n**Differences** (tools/search minus plain BM25, query by query: the mean, its 95 %% paired bootstrap interval over queries (%d resamples, fixed seed) and one-sided p; the queries where one ranks better, and the two-sided sign test):\n\n", bootstrapResamples)
+	p("| queries | figure | difference | 95 %% interval | bootstrap p | better / worse (queries) | sign test p |\n|---|---|---|---|---|---|---|\n")
+	for _, set := range []string{"dev", "heldout", "test", "all"} {
+		qs := c.subset(set)
+		o, b := evaluate(qs, c.answers, ours), evaluate(qs, c.answers, base)
+		for _, m := range pairedFigures {
+			d := comparePaired(o.perQuery, b.perQuery, m.get)
+			p("| %s | %s | %+.3f | [%+.3f, %+.3f] | %s | %d / %d | %s |\n", set, m.name, d.mean, d.lo, d.hi, pValue(d.bootP), d.wins, d.losses, pValue(d.signP))
+		}
+	}
 	p("\n**Ablations** (each row is the default ranking without one part; R@1 / R@5 / MRR):\n\n| ranking | dev | heldout | test | all |\n|---|---|---|---|---|\n")
 	for _, a := range searchAblations() {
 		rank := indexRanker(t, c.tools, a.r)
@@ -60,6 +71,13 @@ func TestSearchReport(t *testing.T) {
 			p(" %.3f / %.3f / %.3f |", q.recall1, q.recall5, q.mrr)
 		}
 		p("\n")
+	}
+
+	p("\n**Synonym entries** (each taken out of the table alone; the queries whose figures it raises and lowers, and the differences over all queries it makes):\n\n")
+	p("| word | expands to | helps queries | hurts queries | R@1 | R@5 | MRR |\n|---|---|---|---|---|---|---|\n")
+	table := search.DefaultRanking().Synonyms
+	for _, e := range synonymEffects(t, c) {
+		p("| %s | %s | %s | %s | %+.3f | %+.3f | %+.3f |\n", e.word, strings.Join(table[e.word], ", "), ids(e.helped), ids(e.hurt), e.dR1, e.dR5, e.dMRR)
 	}
 
 	// Speed and memory.
@@ -113,12 +131,17 @@ func TestSearchReport(t *testing.T) {
 	p("| tools/get of those 5 tools, median | | (%d) |\n", getTokens)
 
 	// Token estimate.
-	p("\n**Token estimate** (`catalog.EstimateTokens`) against js-tiktoken 1.0.21 on the %d tools, full and summary forms:\n\n", len(c.tools))
-	p("| encoding | mean error per tool | worst tool | whole catalog |\n|---|---|---|---|\n")
-	errs := tokenErrors(t)
-	for _, enc := range []string{"o200k_base", "cl100k_base"} {
-		e := errs[enc]
-		p("| %s | %.1f %% | %.1f %% | %+.1f %% |\n", enc, 100*e.mean, 100*e.worst, 100*e.total)
+	p("\n**Token estimate** (`catalog.EstimateTokens`) against js-tiktoken 1.0.21 on the %d tools, full and summary forms; in sample (the weights were fitted to these counts), and with each server's tools estimated by weights fitted to the other servers only:\n\n", len(c.tools))
+	p("| encoding | weights | mean error per tool | worst tool | whole catalog | worst server's total |\n|---|---|---|---|---|---|\n")
+	errs, loso := tokenErrors(t), tokenErrorsLeaveOneServerOut(t)
+	for _, enc := range tokenEncodings {
+		for _, row := range []struct {
+			name string
+			e    estimateError
+		}{{"fitted to all servers (in sample)", errs[enc]}, {"fitted without the server (leave one out)", loso[enc]}} {
+			e := row.e
+			p("| %s | %s | %.1f %% | %.1f %% | %+.1f %% | %.1f %% |\n", enc, row.name, 100*e.mean, 100*e.worst, 100*e.total, 100*e.worstServer)
+		}
 	}
 	var bytesErr float64
 	var real int
@@ -126,7 +149,7 @@ func TestSearchReport(t *testing.T) {
 		real += tc.FullO200k + tc.SummaryO200k
 		bytesErr += float64(tc.FullBytes+tc.SummaryBytes) / 4
 	}
-	p("| o200k_base, bytes/4 (the estimate doctor showed before) | | | %+.1f %% |\n", 100*(bytesErr-float64(real))/float64(real))
+	p("| o200k_base | bytes/4 (the estimate doctor showed before) | | | %+.1f %% | |\n", 100*(bytesErr-float64(real))/float64(real))
 
 	fmt.Println(out.String())
 	if f := os.Getenv("MCP_SIDECAR_BENCH_REPORT_OUT"); f != "" {
@@ -181,6 +204,21 @@ func searchTurnTokens(tb testing.TB, c *searchCorpus) (search_, get int) {
 		g = append(g, float64(catalog.EstimateTokens(gb)))
 	}
 	return int(medianF(s)), int(medianF(g))
+}
+
+// ids lists query ids for a table cell.
+func ids(list []int) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, id := range list {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprint(&b, id)
+	}
+	return b.String()
 }
 
 func us(d time.Duration) string {

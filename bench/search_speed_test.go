@@ -14,7 +14,7 @@ import (
 )
 
 // searchSizes are the catalog sizes of the speed figures, in the shapes of
-// the catalog benchmark (item 4): servers of 100 tools, 500 at 50k.
+// the catalog benchmark (measurement 4): servers of 100 tools, 500 at 50k.
 var searchSizes = []catalogShape{{10, 100}, {100, 100}, {100, 500}}
 
 // benchSearchSizes leaves the 50k catalogs out of a one-iteration smoke

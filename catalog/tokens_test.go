@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestEstimateTokens(t *testing.T) {
@@ -12,11 +14,14 @@ func TestEstimateTokens(t *testing.T) {
 		want int
 	}{
 		{"", 0},
-		// 5 bytes, 1 word: 0.55 + 0.45
+		// 5 bytes, 1 word: 0.85 + 0.22
 		{"hello", 1},
-		// 13 bytes, 2 words, 7 punctuation: 1.43 + 0.9 + 3.5 (o200k_base
+		// 13 bytes, 2 words, 7 punctuation: 2.21 + 0.44 + 1.68 (o200k_base
 		// makes 5 tokens of it)
-		{`{"a":"hello"}`, 6},
+		{`{"a":"hello"}`, 4},
+		// white space separates words and is neither word nor punctuation:
+		// 11 bytes, 2 words
+		{"hello world", 2},
 		// 2 non-ASCII characters (4 and 3 bytes) count 2 each
 		{"🎯€", 4},
 		// invalid UTF-8 bytes count as non-ASCII characters, one each
@@ -25,6 +30,28 @@ func TestEstimateTokens(t *testing.T) {
 	for _, tt := range tests {
 		if got := EstimateTokens([]byte(tt.in)); got != tt.want {
 			t.Errorf("EstimateTokens(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCountTokenFeatures(t *testing.T) {
+	tests := []struct {
+		in   string
+		want TokenFeatures
+	}{
+		{"", TokenFeatures{}},
+		{`{"a":"hello world"}`, TokenFeatures{ASCII: 19, Words: 3, Punct: 7}},
+		// snake_case is two words split by punctuation; digits are word
+		// characters
+		{"list_v2 ok", TokenFeatures{ASCII: 10, Words: 3, Punct: 1}},
+		// a non-ASCII character ends a word and counts once, whatever its
+		// length in bytes
+		{"naïve🎯", TokenFeatures{ASCII: 4, Words: 2, Other: 2}},
+		{"\xff\xfe", TokenFeatures{Other: 2}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, CountTokenFeatures([]byte(tt.in))); diff != "" {
+			t.Errorf("CountTokenFeatures(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Captures the search corpus (issue 18): installs the MCP servers pinned in
-# servers.json (npm, --ignore-scripts: some post-install steps download
-# browsers) and js-tiktoken into bench/.work/corpus (never committed), lists
-# every server's tools through the sidecar's MCP client (tools.json), and
-# counts the real BPE tokens of the corpus (tokens.json).
+# Captures the search corpus (bench/README.md, "Tool search"): installs the
+# MCP servers pinned in servers.json (npm, --ignore-scripts: some
+# post-install steps download browsers) and js-tiktoken into
+# bench/.work/corpus (never committed), lists every server's tools through
+# the sidecar's MCP client (tools.json), and counts the real BPE tokens of
+# the corpus (tokens.json).
 set -euo pipefail
 cd "$(dirname "$0")"
 work="$(cd .. && pwd)/.work/corpus"

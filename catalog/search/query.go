@@ -378,10 +378,7 @@ func (ix *Index) queryTerms(query string) []queryTerm {
 			}
 		}
 		add(t, 1, w, true)
-		if !r.Synonyms {
-			continue
-		}
-		for _, syn := range synonyms[word] {
+		for _, syn := range r.Synonyms[word] {
 			for _, st := range terms(nil, syn, r.Stem) {
 				add(st, r.SynonymWeight, w, false)
 			}

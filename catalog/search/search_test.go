@@ -92,7 +92,7 @@ func TestSearchRanksFreeText(t *testing.T) {
 		// the server's name counts: the GitHub file tool before the local one
 		{"github file contents", []string{"mcp__github__get_file_contents", "mcp__fs__read_file"}},
 		// everyday word through the synonym table
-		{"take a picture of the page", []string{"mcp__browser__browser_take_screenshot"}},
+		{"save a file", []string{"mcp__fs__write_file"}},
 		{"what is in this folder", []string{"mcp__fs__list_directory"}},
 		// parameters are searched too
 		{"capture the whole scrollable page", []string{"mcp__browser__browser_take_screenshot"}},
@@ -213,6 +213,36 @@ func TestSearchSelect(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSearchAnnotationsTitle: a tool without a title of its own is ranked
+// and matched by annotations.title, as MCP's display-name precedence has
+// it; a title of its own wins, and an annotations title that is not a
+// string is no title.
+func TestSearchAnnotationsTitle(t *testing.T) {
+	ix := New(DefaultRanking()).Update(catalogOf(t, map[string][]string{"s": {
+		`{"name":"t1","description":"Does a thing.","inputSchema":{"type":"object"},"annotations":{"title":"Frobnicate widgets","readOnlyHint":true}}`,
+		`{"name":"t2","title":"Polish gadgets","description":"Does another thing.","inputSchema":{"type":"object"},"annotations":{"title":"Frobnicate gadgets"}}`,
+		`{"name":"t3","description":"Third widgets thing.","inputSchema":{"type":"object"},"annotations":{"title":42}}`,
+	}}, []string{"s"}))
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"frobnicate", []string{"mcp__s__t1"}},
+		{"/^frobnicate/", []string{"mcp__s__t1"}},
+		{"polish", []string{"mcp__s__t2"}},
+		{"gadgets", []string{"mcp__s__t2"}},
+		// the title is a name field: t1 by its title before t3 by its
+		// description
+		{"widgets", []string{"mcp__s__t1", "mcp__s__t3"}},
+		{"/^42$/", []string{}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, names(mustSearch(t, ix, tt.query, Options{}))); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.query, diff)
+		}
 	}
 }
 
