@@ -150,19 +150,14 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 
 	// Where the redirect comes back: the loopback listener, unless the
 	// presenter catches it.
-	redirectURI, path := srv.CallbackURL, "/callback"
-	if redirectURI != "" {
-		u, err := url.Parse(redirectURI)
-		if err != nil {
-			return fmt.Errorf("server %q: callback URL %q: %w", srv.Name, redirectURI, err)
-		}
-		path = cmpOr(u.Path, "/")
+	plan, err := srv.callbackPlan(h.opts.Present != nil && h.opts.CatchesRedirect)
+	if err != nil {
+		return err
 	}
-	catches := h.opts.Present != nil && h.opts.CatchesRedirect
+	redirectURI := plan.redirectURI
 	var ln *callbackListener
-	if !catches {
-		var err error
-		ln, err = listenCallback(srv.CallbackPort, path)
+	if plan.listen != "" {
+		ln, err = listenCallback(plan.listen, plan.path)
 		if err != nil {
 			return fmt.Errorf("server %q: %w", srv.Name, err)
 		}
@@ -170,15 +165,6 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		if redirectURI == "" {
 			redirectURI = fmt.Sprintf("http://127.0.0.1:%d/callback", ln.port())
 		}
-	} else if redirectURI == "" {
-		port := srv.CallbackPort
-		if port == 0 {
-			var err error
-			if port, err = freePort(); err != nil {
-				return fmt.Errorf("server %q: choosing a redirect port: %w", srv.Name, err)
-			}
-		}
-		redirectURI = fmt.Sprintf("http://127.0.0.1:%d/callback", port)
 	}
 
 	// A new authorization keeps what was granted before: a step-up asks

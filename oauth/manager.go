@@ -104,11 +104,14 @@ type Server struct {
 	// secret (read from its environment variable by the caller).
 	ClientID     string
 	ClientSecret string
-	// CallbackPort is the loopback port of the redirect (0: any free
-	// one); CallbackURL, when set, is the redirect URI to register (its
-	// path is the one listened on).
+	// CallbackURL, when set, is the redirect URI to register; CallbackPort
+	// is the port its listener takes (0: the port of a loopback
+	// CallbackURL, else any free one). See callbackPlan.
 	CallbackPort int
 	CallbackURL  string
+	// CallbackURLKey and CallbackPortKey are the configuration keys they
+	// came from, for the errors that name them.
+	CallbackURLKey, CallbackPortKey string
 }
 
 // Key is the server's credentials key.

@@ -27,7 +27,7 @@ the authorization URL and opens it in your browser (xdg-open, open or start;
 with --no-browser, or when none is available, open it yourself). The
 browser comes back to http://127.0.0.1:PORT/callback, where the sidecar
 listens (PORT from oauth.callback_port or mcp_oauth_callback_port, else a
-free one).
+free one), or to the oauth.callback_url or mcp_oauth_callback_url you set.
 
 The token is kept in the credentials file every harness's sidecar reads
 ($XDG_CONFIG_HOME/mcp-sidecar/credentials/credentials.json, 0600), per
