@@ -404,9 +404,10 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// flowClient is the client of srv's authorization requests. With
-// oauth_resource set, the token requests name that resource too, as the
-// authorization request does (RFC 8707 asks for the same in both).
+// flowClient is the client of srv's authorization and refresh requests.
+// With oauth_resource set, the token requests name that resource too, the
+// refreshes included, as the authorization request does (RFC 8707 asks for
+// the same in both; oauth2's refresh sends none of its own).
 func (m *Manager) flowClient(srv Server) *http.Client {
 	if srv.Resource == "" {
 		return m.opts.HTTPClient
@@ -420,8 +421,9 @@ func (m *Manager) flowClient(srv Server) *http.Client {
 	return &c
 }
 
-// resourceTransport replaces the resource parameter of form posts (the
-// token requests).
+// resourceTransport sets the resource parameter of the token requests
+// (form posts): it replaces go-sdk's in the code exchange and adds one to
+// a refresh.
 type resourceTransport struct {
 	base     http.RoundTripper
 	resource string
@@ -441,7 +443,7 @@ func (t *resourceTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	form, err := url.ParseQuery(string(raw))
-	if err != nil || !form.Has("resource") {
+	if err != nil || (!form.Has("resource") && form.Get("grant_type") != "refresh_token") {
 		return t.base.RoundTrip(req)
 	}
 	form.Set("resource", t.resource)

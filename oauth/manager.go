@@ -256,7 +256,7 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 	}
 	// An empty access token makes oauth2 refresh at once, whatever its
 	// own clock says: expiry is decided here, by m.opts.Now.
-	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
+	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, m.flowClient(srv)), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
