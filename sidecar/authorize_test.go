@@ -40,13 +40,13 @@ type oauthSetup struct {
 // answers mcp/authorize (after it is recorded).
 func newOAuthSetup(t *testing.T, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
 	t.Helper()
-	return newOAuthSetupWith(t, oauthtest.ServerConfig{}, hooks, answer)
+	return newOAuthSetupWith(t, oauthtest.Config{}, oauthtest.ServerConfig{}, hooks, answer)
 }
 
-func newOAuthSetupWith(t *testing.T, scfg oauthtest.ServerConfig, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
+func newOAuthSetupWith(t *testing.T, acfg oauthtest.Config, scfg oauthtest.ServerConfig, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
 	t.Helper()
 	o := &oauthSetup{clock: newFakeClock(), credsDir: filepath.Join(t.TempDir(), "credentials")}
-	o.as = oauthtest.NewAuthServer(t, oauthtest.Config{})
+	o.as = oauthtest.NewAuthServer(t, acfg)
 	o.server = oauthtest.NewServer(t, o.as, scfg)
 	hooks.Now = o.clock.Now
 	o.h = newHookedHarness(t, hooks)
@@ -271,6 +271,68 @@ func TestConcurrentSessionsShareOneAuthorization(t *testing.T) {
 	}
 }
 
+// A session that joins another session's authorization waits for it
+// within its own startup_timeout_sec, and says what it was waiting for;
+// the session whose user is in the browser is not hurried by it.
+func TestJoinedAuthorizationIsBoundedByTheJoinersStartupTimeout(t *testing.T) {
+	asked := make(chan struct{})
+	var askedOnce sync.Once
+	release := make(chan struct{})
+	o := newOAuthSetup(t, sidecar.Hooks{}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+		askedOnce.Do(func() { close(asked) })
+		select { // the user of s1 is in the browser until s2 gave up
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return browser(ctx, p)
+	})
+	o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{StartupTimeoutSec: seconds(1)})
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	select {
+	case <-asked:
+	case <-o.h.ctx.Done():
+		t.Fatal("s1 never asked the host to authorize")
+	}
+	o.h.open(map[string]any{"sessionId": "s2", "startup": "eager"})
+	c := o.h.waitComplete("s2", 0)
+	if len(c.Failed) != 1 {
+		t.Fatalf("s2 startupComplete %+v: want remote failed", c)
+	}
+	if want := "did not start within startup_timeout_sec (1 s): it was waiting for an authorization in progress in another session"; !strings.Contains(c.Failed[0].Error, want) {
+		t.Errorf("s2's error %q does not say %q", c.Failed[0].Error, want)
+	}
+	close(release)
+	if c := o.h.waitComplete("s1", 0); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("s1 startupComplete %+v: want remote ready", c)
+	}
+	if n := len(o.requests()); n != 1 {
+		t.Errorf("%d mcp/authorize requests, want 1 (s2 joined s1's)", n)
+	}
+}
+
+// A tool whose scope the user does not grant: each call asks once more,
+// then fails as needs_authorization saying which scope is missing, and
+// the server's other tools go on working.
+func TestStepUpRefusedOncePerCall(t *testing.T) {
+	o := newOAuthSetupWith(t, oauthtest.Config{ScopesSupported: []string{"read", "write"}, MaxScopes: []string{"read"}},
+		oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}}, sidecar.Hooks{}, browser)
+	o.startSession()
+	for call := 1; call <= 2; call++ {
+		_, err := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "publish", "arguments": map[string]any{"text": "x"}})
+		je, data := o.h.wantCode(err, protocol.CodeServerNotReady)
+		if data.Kind != protocol.KindNeedsAuthorization || data.Tool != "publish" || !strings.Contains(je.Message, "needs scope write") {
+			t.Errorf("call %d: %s (data %+v): want needs_authorization for publish naming scope write", call, je.Message, data)
+		}
+		if n := len(o.requests()); n != 1+call {
+			t.Errorf("after call %d: %d mcp/authorize, want %d (one per call)", call, n, 1+call)
+		}
+	}
+	if err := o.echo("s1", "still works"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
 	o.startSession()
@@ -414,7 +476,7 @@ func TestKeyringStoreIsRefusedClearly(t *testing.T) {
 // its first listing, and a token revoked during use: both reach a host
 // without the capability as needs_authorization, not as a server error.
 func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
-	o := newOAuthSetupWith(t, oauthtest.ServerConfig{OpenHandshake: true}, sidecar.Hooks{}, nil)
+	o := newOAuthSetupWith(t, oauthtest.Config{}, oauthtest.ServerConfig{OpenHandshake: true}, sidecar.Hooks{}, nil)
 	o.init(nil, nil)
 	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
 	c := o.h.waitComplete("s1", 0)
