@@ -176,6 +176,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 
 	var gotCfg *oauth2.Config
 	var got *oauth2.Token
+	client, sent := m.flowClient(srv)
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirectURI,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -200,7 +201,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 			return union(base, granted)
 		},
 		RequestRefreshToken: true,
-		Client:              m.flowClient(srv),
+		Client:              client,
 		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
 			gotCfg, got = c, t
 			return oauth2.StaticTokenSource(t), nil
@@ -237,8 +238,9 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
 		}
-		// go-sdk's errors may quote the server's URL, secrets included.
-		msg := strings.ReplaceAll(scrub(err).Error(), srv.URL, redact.URL(srv.URL))
+		// go-sdk's errors may quote the server's URL, secrets included,
+		// and the authorization server's answer what was sent to it.
+		msg := strings.ReplaceAll(sent.scrub(err).Error(), srv.URL, redact.URL(srv.URL))
 		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {
@@ -408,17 +410,20 @@ func cmpOr(s, def string) string {
 // With oauth_resource set, the token requests name that resource too, the
 // refreshes included, as the authorization request does (RFC 8707 asks for
 // the same in both; oauth2's refresh sends none of its own).
-func (m *Manager) flowClient(srv Server) *http.Client {
-	if srv.Resource == "" {
-		return m.opts.HTTPClient
-	}
+// The secrets its token requests send are noted in the sentSecrets it
+// returns, for the errors of the flow or the refresh.
+func (m *Manager) flowClient(srv Server) (*http.Client, *sentSecrets) {
 	c := *m.opts.HTTPClient
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &resourceTransport{base: base, resource: srv.Resource}
-	return &c
+	if srv.Resource != "" {
+		base = &resourceTransport{base: base, resource: srv.Resource}
+	}
+	sent := new(sentSecrets)
+	c.Transport = &secretsTransport{base: base, sent: sent}
+	return &c, sent
 }
 
 // resourceTransport sets the resource parameter of the token requests

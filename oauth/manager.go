@@ -256,16 +256,17 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 	}
 	// An empty access token makes oauth2 refresh at once, whatever its
 	// own clock says: expiry is decided here, by m.opts.Now.
-	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, m.flowClient(srv)), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
+	client, sent := m.flowClient(srv)
+	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, client), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			// The grant is gone: forget the tokens, keep nothing that
 			// would be tried again.
 			m.forgetTokens(key, c.RefreshToken)
-			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, describeRetrieve(re))
+			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, sent.scrub(re))
 		}
-		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, scrub(err))
+		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, sent.scrub(err))
 	}
 	next := *c
 	next.AccessToken = tok.AccessToken
@@ -336,13 +337,4 @@ func describeRetrieve(re *oauth2.RetrieveError) string {
 		msg = re.Response.Status
 	}
 	return msg
-}
-
-// scrub replaces an oauth2.RetrieveError by its description.
-func scrub(err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		return errors.New(describeRetrieve(re))
-	}
-	return err
 }

@@ -69,6 +69,8 @@ type AuthServer struct {
 	counts   Counts
 	lastAuth url.Values
 	tokenReq []url.Values
+	failWith string   // FailTokens
+	secrets  []string // client secrets issued at registration
 }
 
 type client struct {
@@ -140,11 +142,28 @@ func (a *AuthServer) LastAuthorization() url.Values {
 	return a.lastAuth
 }
 
+// ClientSecrets returns the client secrets issued at dynamic registration.
+func (a *AuthServer) ClientSecrets() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.secrets)
+}
+
 // TokenRequests are the forms of the token requests so far, in order.
 func (a *AuthServer) TokenRequests() []url.Values {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.tokenReq)
+}
+
+// FailTokens makes every token request fail from now on with the OAuth
+// error code (invalid_grant, server_error, ...), as carelessly as an
+// authorization server can: its error_description echoes everything the
+// request sent, secrets included. "" makes them work again.
+func (a *AuthServer) FailTokens(code string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failWith = code
 }
 
 // RevokeAccess makes every access token issued so far invalid (the
@@ -221,6 +240,7 @@ func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	method := meta.TokenEndpointAuthMethod
 	if method != "none" {
 		c.secret = a.next("secret")
+		a.secrets = append(a.secrets, c.secret)
 		if method == "" {
 			method = "client_secret_basic"
 		}
@@ -310,6 +330,18 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.tokenReq = append(a.tokenReq, r.PostForm)
+	if a.failWith != "" {
+		status := http.StatusBadRequest
+		if a.failWith == "server_error" {
+			status = http.StatusInternalServerError
+		}
+		echo := r.PostForm.Encode()
+		if authz := r.Header.Get("Authorization"); authz != "" {
+			echo += " with " + authz
+		}
+		writeJSON(w, status, map[string]string{"error": a.failWith, "error_description": "refused: " + echo})
+		return
+	}
 	c := a.clients[id]
 	if c == nil || c.secret != secret {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
