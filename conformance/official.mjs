@@ -40,6 +40,14 @@ const runs = [
   ...clientScenarios(PINNED).map((s) => ({ id: s, pkg: PINNED, scenario: s })),
   { id: 'json-schema-2020-12-preservation', pkg: NEXT, scenario: 'json-schema-2020-12-preservation' },
   { id: 'request-metadata', pkg: NEXT, scenario: 'request-metadata' },
+  // The pinned release's metadata for this scenario names an issuer that is
+  // not the one its URL was built from, which go-sdk (and so the sidecar)
+  // refuses; the newer release serves the right issuer, and must pass.
+  {
+    id: `auth/2025-03-26-oauth-metadata-backcompat (suite ${version(NEXT)})`,
+    pkg: NEXT,
+    scenario: 'auth/2025-03-26-oauth-metadata-backcompat',
+  },
   // The same scenario with the server opted in to the 2026-07-28 protocol
   // (config key protocol_version), which the sidecar's HTTP default is not.
   // The other two ways a host takes part in OAuth: it catches the redirect

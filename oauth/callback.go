@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -57,12 +58,82 @@ type callbackResult struct {
 	err error
 }
 
-// listenCallback listens on 127.0.0.1:port (0: a port the system picks)
-// for redirects to path.
-func listenCallback(port int, path string) (*callbackListener, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+// callbackPlan is where a flow's redirect comes back: the redirect URI to
+// register and, unless the presenter catches the redirect, the address and
+// path the listener serves.
+type callbackPlan struct {
+	// redirectURI is "" for the default, http://127.0.0.1:PORT/callback
+	// on the port listened on.
+	redirectURI string
+	listen      string // host:port; "" when the presenter catches the redirect
+	path        string
+}
+
+// callbackPlan decides where s's redirect comes back (docs/protocol.md,
+// "Authorization"). The browser goes to the redirect URI, so the listener
+// must be where that URI points: a loopback URL gives its own port and
+// path, unless a port is set (the far end of a tunnel). A URL that is not
+// on this machine reaches the sidecar only through a forwarder (an ingress
+// to a devbox, as Codex has it), which needs a port set and finds the
+// listener on every interface, as Codex's does. A presenter that catches
+// the redirect takes any URL: nothing listens.
+func (s Server) callbackPlan(catches bool) (callbackPlan, error) {
+	port := s.CallbackPort
+	if s.CallbackURL == "" {
+		if !catches {
+			return callbackPlan{listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), path: "/callback"}, nil
+		}
+		if port == 0 {
+			var err error
+			if port, err = freePort(); err != nil {
+				return callbackPlan{}, fmt.Errorf("server %q: choosing a redirect port: %w", s.Name, err)
+			}
+		}
+		return callbackPlan{redirectURI: fmt.Sprintf("http://127.0.0.1:%d/callback", port)}, nil
+	}
+	bad := func(why string) error {
+		return &ConfigError{fmt.Sprintf("server %q: %s %q %s", s.Name, cmpOr(s.CallbackURLKey, "callback URL"), s.CallbackURL, why)}
+	}
+	u, err := url.Parse(s.CallbackURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return callbackPlan{}, bad("is not an http or https URL")
+	}
+	plan := callbackPlan{redirectURI: s.CallbackURL, path: cmpOr(u.Path, "/")}
+	if catches {
+		return plan, nil
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	switch {
+	case strings.EqualFold(host, "localhost") || ip.IsLoopback():
+		if u.Scheme != "http" {
+			return callbackPlan{}, bad("is on this machine, where the sidecar listens for the redirect in http, not https")
+		}
+		if port == 0 {
+			port = 80
+			if p := u.Port(); p != "" {
+				port, _ = strconv.Atoi(p)
+			}
+		}
+		bind := "127.0.0.1" // localhost: browsers try 127.0.0.1 after ::1
+		if ip != nil {
+			bind = ip.String()
+		}
+		plan.listen = net.JoinHostPort(bind, strconv.Itoa(port))
+	case port == 0:
+		return callbackPlan{}, bad(fmt.Sprintf("is not a loopback address: the redirect reaches this machine only through a forwarder (an ingress, a tunnel), which needs to know the port: set %s", cmpOr(s.CallbackPortKey, "the callback port")))
+	default:
+		plan.listen = net.JoinHostPort("", strconv.Itoa(port))
+	}
+	return plan, nil
+}
+
+// listenCallback listens on addr (port 0: a port the system picks) for
+// redirects to path.
+func listenCallback(addr, path string) (*callbackListener, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening for the OAuth redirect on 127.0.0.1:%d: %w", port, err)
+		return nil, fmt.Errorf("listening for the OAuth redirect on %s: %w", addr, err)
 	}
 	l := &callbackListener{ln: ln, path: path, result: make(chan callbackResult, 1)}
 	l.srv = &http.Server{Handler: http.HandlerFunc(l.serve), ReadHeaderTimeout: 10 * time.Second}

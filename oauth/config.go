@@ -33,17 +33,20 @@ func ServerFor(cfg *config.ServerConfig, env config.Lookup) (srv Server, ok bool
 			return Server{}, false, nil
 		}
 	}
-	srv = Server{Name: cfg.Name, URL: cfg.URL, Scopes: cfg.Scopes, Resource: cfg.OAuthResource, CallbackURL: cfg.OAuthCallbackURL}
+	srv = Server{
+		Name: cfg.Name, URL: cfg.URL, Scopes: cfg.Scopes, Resource: cfg.OAuthResource, CallbackURL: cfg.OAuthCallbackURL,
+		CallbackURLKey: "mcp_oauth_callback_url", CallbackPortKey: "mcp_oauth_callback_port",
+	}
 	if cfg.OAuthCallbackPort != nil {
 		srv.CallbackPort = *cfg.OAuthCallbackPort
 	}
 	if o := cfg.OAuth; o != nil {
 		srv.ClientID = o.ClientID
 		if o.CallbackURL != "" {
-			srv.CallbackURL = o.CallbackURL
+			srv.CallbackURL, srv.CallbackURLKey = o.CallbackURL, "oauth.callback_url"
 		}
 		if o.CallbackPort != nil {
-			srv.CallbackPort = *o.CallbackPort
+			srv.CallbackPort, srv.CallbackPortKey = *o.CallbackPort, "oauth.callback_port"
 		}
 		if name := o.ClientSecretEnvVar; name != "" {
 			v, found := "", false

@@ -150,19 +150,14 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 
 	// Where the redirect comes back: the loopback listener, unless the
 	// presenter catches it.
-	redirectURI, path := srv.CallbackURL, "/callback"
-	if redirectURI != "" {
-		u, err := url.Parse(redirectURI)
-		if err != nil {
-			return fmt.Errorf("server %q: callback URL %q: %w", srv.Name, redirectURI, err)
-		}
-		path = cmpOr(u.Path, "/")
+	plan, err := srv.callbackPlan(h.opts.Present != nil && h.opts.CatchesRedirect)
+	if err != nil {
+		return err
 	}
-	catches := h.opts.Present != nil && h.opts.CatchesRedirect
+	redirectURI := plan.redirectURI
 	var ln *callbackListener
-	if !catches {
-		var err error
-		ln, err = listenCallback(srv.CallbackPort, path)
+	if plan.listen != "" {
+		ln, err = listenCallback(plan.listen, plan.path)
 		if err != nil {
 			return fmt.Errorf("server %q: %w", srv.Name, err)
 		}
@@ -170,15 +165,6 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		if redirectURI == "" {
 			redirectURI = fmt.Sprintf("http://127.0.0.1:%d/callback", ln.port())
 		}
-	} else if redirectURI == "" {
-		port := srv.CallbackPort
-		if port == 0 {
-			var err error
-			if port, err = freePort(); err != nil {
-				return fmt.Errorf("server %q: choosing a redirect port: %w", srv.Name, err)
-			}
-		}
-		redirectURI = fmt.Sprintf("http://127.0.0.1:%d/callback", port)
 	}
 
 	// A new authorization keeps what was granted before: a step-up asks
@@ -190,6 +176,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 
 	var gotCfg *oauth2.Config
 	var got *oauth2.Token
+	client, sent := m.flowClient(srv)
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirectURI,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -214,7 +201,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 			return union(base, granted)
 		},
 		RequestRefreshToken: true,
-		Client:              m.flowClient(srv),
+		Client:              client,
 		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
 			gotCfg, got = c, t
 			return oauth2.StaticTokenSource(t), nil
@@ -251,8 +238,9 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
 		}
-		// go-sdk's errors may quote the server's URL, secrets included.
-		msg := strings.ReplaceAll(scrub(err).Error(), srv.URL, redact.URL(srv.URL))
+		// go-sdk's errors may quote the server's URL, secrets included,
+		// and the authorization server's answer what was sent to it.
+		msg := strings.ReplaceAll(sent.scrub(err).Error(), srv.URL, redact.URL(srv.URL))
 		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {
@@ -418,24 +406,29 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// flowClient is the client of srv's authorization requests. With
-// oauth_resource set, the token requests name that resource too, as the
-// authorization request does (RFC 8707 asks for the same in both).
-func (m *Manager) flowClient(srv Server) *http.Client {
-	if srv.Resource == "" {
-		return m.opts.HTTPClient
-	}
+// flowClient is the client of srv's authorization and refresh requests.
+// With oauth_resource set, the token requests name that resource too, the
+// refreshes included, as the authorization request does (RFC 8707 asks for
+// the same in both; oauth2's refresh sends none of its own).
+// The secrets its token requests send are noted in the sentSecrets it
+// returns, for the errors of the flow or the refresh.
+func (m *Manager) flowClient(srv Server) (*http.Client, *sentSecrets) {
 	c := *m.opts.HTTPClient
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &resourceTransport{base: base, resource: srv.Resource}
-	return &c
+	if srv.Resource != "" {
+		base = &resourceTransport{base: base, resource: srv.Resource}
+	}
+	sent := new(sentSecrets)
+	c.Transport = &secretsTransport{base: base, sent: sent}
+	return &c, sent
 }
 
-// resourceTransport replaces the resource parameter of form posts (the
-// token requests).
+// resourceTransport sets the resource parameter of the token requests
+// (form posts): it replaces go-sdk's in the code exchange and adds one to
+// a refresh.
 type resourceTransport struct {
 	base     http.RoundTripper
 	resource string
@@ -455,7 +448,7 @@ func (t *resourceTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	form, err := url.ParseQuery(string(raw))
-	if err != nil || !form.Has("resource") {
+	if err != nil || (!form.Has("resource") && form.Get("grant_type") != "refresh_token") {
 		return t.base.RoundTrip(req)
 	}
 	form.Set("resource", t.resource)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -54,6 +55,12 @@ type HandlerOptions struct {
 	// (false) waiting for a user in a flow it started: time the caller may
 	// not want to count against its own deadline.
 	WaitingForUser func(waiting bool)
+	// WaitingForAnother is told when this connection begins (true) and
+	// ends (false) waiting for a flow another connection started: a
+	// deadline of its own that ends meanwhile can say what it waited for
+	// (the wait's error may not reach the caller: go-sdk answers the
+	// deadline itself).
+	WaitingForAnother func(waiting bool)
 }
 
 // Handler authorizes one connection to one server. It implements
@@ -164,18 +171,62 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		h.m.opts.Logger.Info("refresh token rejected: authorizing again", "server", h.srv.Name)
 	}
-	return h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone()})
+	if err := h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone()}); err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		return h.stillInsufficient(bearerParam(resp.Header, "scope"))
+	}
+	return nil
+}
+
+// stillInsufficient checks a step-up's grant against the scopes the 403
+// asked for. go-sdk retries a request once after Authorize and fails the
+// whole connection on a second 403 ("Forbidden"); a grant that lacks a
+// scope (the user unticked it, a policy withheld it) would get just that,
+// so the request fails here instead, saying what is missing, and the
+// session lives on. The next call that needs the scope asks again.
+func (h *Handler) stillInsufficient(needed string) error {
+	c, err := h.m.credentials(h.srv.Key())
+	if err != nil || c == nil {
+		return err
+	}
+	var missing []string
+	for _, s := range strings.Fields(needed) {
+		if !slices.Contains(c.GrantedScopes, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &ScopeError{Server: h.srv.Name, Missing: missing, Granted: slices.Clone(c.GrantedScopes)}
+}
+
+// ScopeError is a request the server refused for a scope (403
+// insufficient_scope) that a new authorization did not grant either.
+type ScopeError struct {
+	Server           string
+	Missing, Granted []string
+}
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("server %q answered 403 insufficient_scope: the request needs scope %s, which the new authorization did not grant (granted: %s); the next request that needs it asks again",
+		e.Server, strings.Join(e.Missing, " "), cmpOr(strings.Join(e.Granted, " "), "none"))
 }
 
 // bearerError is the error parameter of the Bearer challenge.
-func bearerError(h http.Header) string {
+func bearerError(h http.Header) string { return bearerParam(h, "error") }
+
+// bearerParam is a parameter of the Bearer challenge.
+func bearerParam(h http.Header, name string) string {
 	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
 	if err != nil {
 		return ""
 	}
 	for _, c := range cs {
 		if c.Scheme == "bearer" {
-			return c.Params["error"]
+			return c.Params[name]
 		}
 	}
 	return ""
@@ -183,6 +234,13 @@ func bearerError(h http.Header) string {
 
 // wait waits for f on behalf of h. started says h's request started it.
 func (h *Handler) wait(ctx context.Context, f *flow, started bool) error {
+	if !started && h.opts.WaitingForAnother != nil {
+		h.opts.WaitingForAnother(true)
+		defer h.opts.WaitingForAnother(false)
+	}
+	gaveUp := func() error {
+		return fmt.Errorf("server %q: waiting for authorization: %w", h.srv.Name, context.Cause(ctx))
+	}
 	if h.opts.Present == nil {
 		// No one to show the URL to: say where to go as soon as it is
 		// known, and let the flow wait for the redirect on its own.
@@ -197,7 +255,7 @@ func (h *Handler) wait(ctx context.Context, f *flow, started bool) error {
 			}
 			return &NeedsAuthorizationError{Server: h.srv.Name, URL: f.pendingURL()}
 		case <-ctx.Done():
-			return fmt.Errorf("server %q: waiting for authorization: %w", h.srv.Name, context.Cause(ctx))
+			return gaveUp()
 		}
 	}
 	if started && h.opts.WaitingForUser != nil {
@@ -213,6 +271,6 @@ func (h *Handler) wait(ctx context.Context, f *flow, started bool) error {
 	case <-f.done:
 		return f.err
 	case <-ctx.Done():
-		return fmt.Errorf("server %q: waiting for authorization: %w", h.srv.Name, context.Cause(ctx))
+		return gaveUp()
 	}
 }

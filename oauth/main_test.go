@@ -1,12 +1,18 @@
 package oauth
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-// Every flow, listener and presenter goroutine ends with its Manager.
+// Every flow, listener and presenter goroutine ends with its Manager. A
+// test binary started as a store updater (storeChildEnv) is a child of
+// TestStoreUpdatesOfProcessesAreNotLost instead.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(storeChildEnv); dir != "" {
+		os.Exit(storeChild(dir, os.Getenv(storeChildNameEnv)))
+	}
 	goleak.VerifyTestMain(m)
 }

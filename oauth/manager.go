@@ -104,11 +104,14 @@ type Server struct {
 	// secret (read from its environment variable by the caller).
 	ClientID     string
 	ClientSecret string
-	// CallbackPort is the loopback port of the redirect (0: any free
-	// one); CallbackURL, when set, is the redirect URI to register (its
-	// path is the one listened on).
+	// CallbackURL, when set, is the redirect URI to register; CallbackPort
+	// is the port its listener takes (0: the port of a loopback
+	// CallbackURL, else any free one). See callbackPlan.
 	CallbackPort int
 	CallbackURL  string
+	// CallbackURLKey and CallbackPortKey are the configuration keys they
+	// came from, for the errors that name them.
+	CallbackURLKey, CallbackPortKey string
 }
 
 // Key is the server's credentials key.
@@ -253,16 +256,17 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 	}
 	// An empty access token makes oauth2 refresh at once, whatever its
 	// own clock says: expiry is decided here, by m.opts.Now.
-	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
+	client, sent := m.flowClient(srv)
+	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, client), &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			// The grant is gone: forget the tokens, keep nothing that
 			// would be tried again.
 			m.forgetTokens(key, c.RefreshToken)
-			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, describeRetrieve(re))
+			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, sent.scrub(re))
 		}
-		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, scrub(err))
+		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, sent.scrub(err))
 	}
 	next := *c
 	next.AccessToken = tok.AccessToken
@@ -333,13 +337,4 @@ func describeRetrieve(re *oauth2.RetrieveError) string {
 		msg = re.Response.Status
 	}
 	return msg
-}
-
-// scrub replaces an oauth2.RetrieveError by its description.
-func scrub(err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		return errors.New(describeRetrieve(re))
-	}
-	return err
 }

@@ -74,8 +74,8 @@ type Credentials struct {
 // read (0600). A file or directory that someone else owns or can read is
 // refused, not used: someone else's tokens would make the sidecar act as
 // that someone. Writes are atomic (temp file, fsync, rename) under a lock
-// file, so the sidecar and a login command in another process never lose
-// each other's updates.
+// file (flock(2); LockFileEx on Windows), so the sidecar and a login
+// command in another process never lose each other's updates.
 type Store struct {
 	Dir string
 

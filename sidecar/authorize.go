@@ -64,7 +64,7 @@ func (sc *serverConn) oauthHandler(budget *startBudget) auth.OAuthHandler {
 	if err != nil {
 		return refusingHandler{err: err}
 	}
-	opts := oauth.HandlerOptions{WaitingForUser: budget.waitingForUser}
+	opts := oauth.HandlerOptions{WaitingForUser: budget.waitingForUser, WaitingForAnother: budget.waitingForAnother}
 	if caps := sess.env.hostCaps.Authorization; caps != nil {
 		opts.CatchesRedirect = caps.Redirect
 		opts.Present = func(ctx context.Context, p oauth.Prompt) (oauth.PresentResult, error) {
@@ -105,9 +105,14 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	var na *oauth.NeedsAuthorizationError
 	var ce *oauth.ConfigError
 	var fe *oauth.FlowError
+	var se *oauth.ScopeError
 	switch {
 	case errors.As(err, &na):
 		return needsAuthorization(sc.name, na.URL, na.Error()), true
+	case errors.As(err, &se):
+		// One request needs a scope the user did not grant; the server
+		// stays as it is for the others.
+		return needsAuthorization(sc.name, "", se.Error()), true
 	case errors.Is(err, oauth.ErrCancelled):
 		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
 	case errors.As(err, &ce):
@@ -242,12 +247,15 @@ type startBudget struct {
 	paused  bool
 	holds   bool // holds a start slot
 	stopped bool // the startup ended
+	// joined: the startup waits for another startup's authorization;
+	// expiredJoined: it did when the time ran out.
+	joined, expiredJoined bool
 }
 
 // newStartBudget starts a clock of timeout that calls expire.
 func newStartBudget(ctx context.Context, sem *semaphore.Weighted, timeout time.Duration, expire func()) *startBudget {
 	b := &startBudget{ctx: ctx, sem: sem, expire: expire, left: timeout, since: time.Now()}
-	b.timer = time.AfterFunc(timeout, expire)
+	b.timer = time.AfterFunc(timeout, b.fire)
 	return b
 }
 
@@ -318,14 +326,34 @@ func (b *startBudget) waitingForUser(waiting bool) {
 		return
 	}
 	b.since = time.Now()
-	b.timer = time.AfterFunc(max(b.left, 0), b.expire)
+	b.timer = time.AfterFunc(max(b.left, 0), b.fire)
 }
 
-// describeAuthorizationWait completes a startup timeout's message when the
-// startup waited for a flow another startup is presenting.
-func describeAuthorizationWait(err error) string {
-	if err != nil && strings.Contains(err.Error(), "waiting for authorization") {
-		return "; it was waiting for an authorization in progress in another session"
+// waitingForAnother notes (true) and unnotes (false) that the startup
+// waits for an authorization another startup is presenting.
+func (b *startBudget) waitingForAnother(waiting bool) {
+	b.mu.Lock()
+	b.joined = waiting
+	b.mu.Unlock()
+}
+
+// fire ends the budget's time, noting what the startup was waiting for.
+func (b *startBudget) fire() {
+	b.mu.Lock()
+	b.expiredJoined = b.joined
+	b.mu.Unlock()
+	b.expire()
+}
+
+// describeExpiry is why a startup that timed out was still waiting when
+// it waited for a flow another startup is presenting, "" otherwise. What
+// the server answered before (a 401) is no news then, and its advice (a
+// bearer token variable) is wrong for a server that does OAuth.
+func (b *startBudget) describeExpiry() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.expiredJoined {
+		return "it was waiting for an authorization in progress in another session"
 	}
 	return ""
 }

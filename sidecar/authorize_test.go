@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -40,16 +41,27 @@ type oauthSetup struct {
 // answers mcp/authorize (after it is recorded).
 func newOAuthSetup(t *testing.T, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
 	t.Helper()
-	return newOAuthSetupWith(t, oauthtest.ServerConfig{}, hooks, answer)
+	return newOAuthSetupWith(t, oauthOptions{hooks: hooks}, answer)
 }
 
-func newOAuthSetupWith(t *testing.T, scfg oauthtest.ServerConfig, hooks sidecar.Hooks, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
+// oauthOptions shape an oauthSetup beyond the defaults.
+type oauthOptions struct {
+	auth   oauthtest.Config
+	server oauthtest.ServerConfig
+	hooks  sidecar.Hooks
+	logger *slog.Logger // the sidecar's own logs; nil: discarded
+}
+
+func newOAuthSetupWith(t *testing.T, opts oauthOptions, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
 	t.Helper()
 	o := &oauthSetup{clock: newFakeClock(), credsDir: filepath.Join(t.TempDir(), "credentials")}
-	o.as = oauthtest.NewAuthServer(t, oauthtest.Config{})
-	o.server = oauthtest.NewServer(t, o.as, scfg)
-	hooks.Now = o.clock.Now
-	o.h = newHookedHarness(t, hooks)
+	o.as = oauthtest.NewAuthServer(t, opts.auth)
+	o.server = oauthtest.NewServer(t, o.as, opts.server)
+	opts.hooks.Now = o.clock.Now
+	if opts.logger == nil {
+		opts.logger = slog.New(slog.DiscardHandler)
+	}
+	o.h = newLoggedHarness(t, opts.hooks, opts.logger)
 	o.h.onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 		if method != protocol.RequestAuthorize {
 			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method)
@@ -271,6 +283,70 @@ func TestConcurrentSessionsShareOneAuthorization(t *testing.T) {
 	}
 }
 
+// A session that joins another session's authorization waits for it
+// within its own startup_timeout_sec, and says what it was waiting for;
+// the session whose user is in the browser is not hurried by it.
+func TestJoinedAuthorizationIsBoundedByTheJoinersStartupTimeout(t *testing.T) {
+	asked := make(chan struct{})
+	var askedOnce sync.Once
+	release := make(chan struct{})
+	o := newOAuthSetup(t, sidecar.Hooks{}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+		askedOnce.Do(func() { close(asked) })
+		select { // the user of s1 is in the browser until s2 gave up
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return browser(ctx, p)
+	})
+	o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{StartupTimeoutSec: seconds(1)})
+	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+	select {
+	case <-asked:
+	case <-o.h.ctx.Done():
+		t.Fatal("s1 never asked the host to authorize")
+	}
+	o.h.open(map[string]any{"sessionId": "s2", "startup": "eager"})
+	c := o.h.waitComplete("s2", 0)
+	if len(c.Failed) != 1 {
+		t.Fatalf("s2 startupComplete %+v: want remote failed", c)
+	}
+	if want := "did not start within startup_timeout_sec (1 s): it was waiting for an authorization in progress in another session"; !strings.Contains(c.Failed[0].Error, want) {
+		t.Errorf("s2's error %q does not say %q", c.Failed[0].Error, want)
+	}
+	close(release)
+	if c := o.h.waitComplete("s1", 0); !slices.Equal(c.Ready, []string{"remote"}) {
+		t.Fatalf("s1 startupComplete %+v: want remote ready", c)
+	}
+	if n := len(o.requests()); n != 1 {
+		t.Errorf("%d mcp/authorize requests, want 1 (s2 joined s1's)", n)
+	}
+}
+
+// A tool whose scope the user does not grant: each call asks once more,
+// then fails as needs_authorization saying which scope is missing, and
+// the server's other tools go on working.
+func TestStepUpRefusedOncePerCall(t *testing.T) {
+	o := newOAuthSetupWith(t, oauthOptions{
+		auth:   oauthtest.Config{ScopesSupported: []string{"read", "write"}, MaxScopes: []string{"read"}},
+		server: oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}},
+	}, browser)
+	o.startSession()
+	for call := 1; call <= 2; call++ {
+		_, err := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "publish", "arguments": map[string]any{"text": "x"}})
+		je, data := o.h.wantCode(err, protocol.CodeServerNotReady)
+		if data.Kind != protocol.KindNeedsAuthorization || data.Tool != "publish" || !strings.Contains(je.Message, "needs scope write") {
+			t.Errorf("call %d: %s (data %+v): want needs_authorization for publish naming scope write", call, je.Message, data)
+		}
+		if n := len(o.requests()); n != 1+call {
+			t.Errorf("after call %d: %d mcp/authorize, want %d (one per call)", call, n, 1+call)
+		}
+	}
+	if err := o.echo("s1", "still works"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
 	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
 	o.startSession()
@@ -293,15 +369,33 @@ func TestRefreshAndRevocationThroughTheSidecar(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer several goroutines write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.buf.Bytes())
+}
+
+// The tokens are in the credentials file and nowhere else a host or a
+// person sees: not in answers, notifications, the catalog cache, the
+// sidecar's own logs at debug level, nor in the errors of a refresh or an
+// authorization that failed at an authorization server that echoes every
+// secret it was sent.
 func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.h.onNotification = func(n hostclient.Notification) {
-		logMu.Lock()
-		logs.Write(n.Params)
-		logMu.Unlock()
-	}
+	var notes, logs lockedBuffer
+	o := newOAuthSetupWith(t, oauthOptions{logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, browser)
+	o.h.onNotification = func(n hostclient.Notification) { notes.Write(n.Params) }
 	o.init(map[string]any{"authorization": map[string]any{}}, nil)
 	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
 	o.h.waitComplete("s1", 0)
@@ -313,24 +407,6 @@ func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
 	if err := o.echo("s1", "two"); err != nil {
 		t.Fatal(err)
 	}
-	var status, list json.RawMessage
-	o.h.call(protocol.MethodServersStatus, map[string]any{"sessionId": "s1"}, &status)
-	o.h.call(protocol.MethodToolsList, map[string]any{"sessionId": "s1"}, &list)
-	_, errRes := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "nope"})
-	var places = map[string][]byte{"servers/status": status, "tools/list": list}
-	if errRes != nil {
-		places["an error"] = []byte(errRes.Error())
-	}
-	logMu.Lock()
-	places["notifications"] = slices.Clone(logs.Bytes())
-	logMu.Unlock()
-	filepath.WalkDir(o.h.cacheDir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			data, _ := os.ReadFile(path)
-			places["cache file "+path] = data
-		}
-		return nil
-	})
 	creds, err := os.ReadFile(filepath.Join(o.credsDir, "credentials.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -339,14 +415,60 @@ func TestTokensNeverLeaveTheCredentialsFile(t *testing.T) {
 	if len(tokens) < 4 {
 		t.Fatalf("%d tokens issued, want an authorization and a refresh", len(tokens))
 	}
-	last := tokens[len(tokens)-2] // the current access token
-	if !bytes.Contains(creds, []byte(last)) {
+	if last := tokens[len(tokens)-2]; !bytes.Contains(creds, []byte(last)) {
 		t.Fatalf("the credentials file does not hold the current token: the search below would prove nothing")
 	}
+
+	places := map[string][]byte{}
+	var status, list json.RawMessage
+	o.h.call(protocol.MethodServersStatus, map[string]any{"sessionId": "s1"}, &status)
+	o.h.call(protocol.MethodToolsList, map[string]any{"sessionId": "s1"}, &list)
+	places["servers/status"], places["tools/list"] = status, list
+	failures := []struct {
+		name string
+		do   func() error
+	}{
+		{"an unknown tool", func() error {
+			_, err := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "nope"})
+			return err
+		}},
+		{"a refresh the authorization server failed", func() error {
+			o.as.FailTokens("server_error")
+			o.clock.Advance(time.Hour)
+			return o.echo("s1", "three")
+		}},
+		{"a refused refresh, then a code exchange refused", func() error {
+			o.as.FailTokens("invalid_grant")
+			return o.echo("s1", "four")
+		}},
+	}
+	for _, f := range failures {
+		err := f.do()
+		if err == nil {
+			t.Fatalf("%s: the call succeeded; the test needs it to fail", f.name)
+		}
+		places["the error of "+f.name] = []byte(err.Error())
+	}
+	if c := o.as.Counts(); c.Authorizations != 2 {
+		t.Errorf("counts %+v: the refused refresh did not lead to a new authorization, whose failure is searched", c)
+	}
+	places["notifications"] = notes.Bytes()
+	places["the sidecar's logs"] = logs.Bytes()
+	if !bytes.Contains(places["the sidecar's logs"], []byte("level=DEBUG")) && !bytes.Contains(places["the sidecar's logs"], []byte("level=INFO")) {
+		t.Fatalf("the sidecar logged nothing: the search of its logs would prove nothing")
+	}
+	filepath.WalkDir(o.h.cacheDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			places["cache file "+path] = data
+		}
+		return nil
+	})
+	secrets := slices.Concat(o.as.Issued(), o.as.ClientSecrets())
 	for where, data := range places {
-		for _, tok := range tokens {
-			if bytes.Contains(data, []byte(tok)) {
-				t.Errorf("%s contains a token", where)
+		for _, secret := range secrets {
+			if bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s contains a token or client secret: %s", where, data)
 			}
 		}
 	}
@@ -414,7 +536,7 @@ func TestKeyringStoreIsRefusedClearly(t *testing.T) {
 // its first listing, and a token revoked during use: both reach a host
 // without the capability as needs_authorization, not as a server error.
 func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
-	o := newOAuthSetupWith(t, oauthtest.ServerConfig{OpenHandshake: true}, sidecar.Hooks{}, nil)
+	o := newOAuthSetupWith(t, oauthOptions{server: oauthtest.ServerConfig{OpenHandshake: true}}, nil)
 	o.init(nil, nil)
 	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
 	c := o.h.waitComplete("s1", 0)

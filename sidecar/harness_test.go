@@ -95,6 +95,13 @@ func newHarness(t *testing.T) *harness {
 // newHookedHarness is newHarness with test hooks installed in the sidecar.
 func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 	t.Helper()
+	return newLoggedHarness(t, hooks, slog.New(slog.DiscardHandler))
+}
+
+// newLoggedHarness is newHookedHarness with the sidecar's own logs going
+// to logger.
+func newLoggedHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
 	// The cache folder is made before the cleanup that stops the sidecar is
@@ -112,7 +119,7 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 		return os.LookupEnv(k)
 	}
 	go func() {
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)}, hooks))
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: logger}, hooks))
 		sidecarW.Close()
 		sidecarR.Close()
 		h.exit <- code

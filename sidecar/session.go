@@ -583,7 +583,10 @@ func (sc *serverConn) start(a *startAttempt) {
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
 			// mcpclient's errors name the server already.
 			why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", sc.name))
-			msg := fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %s%s", sc.name, formatSeconds(timeout), why, describeAuthorizationWait(err))
+			if w := budget.describeExpiry(); w != "" {
+				why = w
+			}
+			msg := fmt.Sprintf("server %q did not start within startup_timeout_sec (%s): %s", sc.name, formatSeconds(timeout), why)
 			if errors.Is(err, mcpclient.ErrInitializeTimeout) {
 				// Whatever the server did after the deadline (most exit
 				// when their stdin closes) is not why it failed.

@@ -46,6 +46,12 @@ type Config struct {
 	NoRegistration bool
 	// Deny answers authorization requests with error=access_denied.
 	Deny bool
+	// MaxScopes, when set, are the most a grant carries, whatever was
+	// asked: a user who unticks a scope, or a policy.
+	MaxScopes []string
+	// OnToken is called with each token request's form before it is
+	// answered (tests order events with it).
+	OnToken func(form url.Values)
 }
 
 // AuthServer is the authorization server.
@@ -62,6 +68,9 @@ type AuthServer struct {
 	issued   []string          // every token issued, access and refresh
 	counts   Counts
 	lastAuth url.Values
+	tokenReq []url.Values
+	failWith string   // FailTokens
+	secrets  []string // client secrets issued at registration
 }
 
 type client struct {
@@ -131,6 +140,30 @@ func (a *AuthServer) LastAuthorization() url.Values {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lastAuth
+}
+
+// ClientSecrets returns the client secrets issued at dynamic registration.
+func (a *AuthServer) ClientSecrets() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.secrets)
+}
+
+// TokenRequests are the forms of the token requests so far, in order.
+func (a *AuthServer) TokenRequests() []url.Values {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.tokenReq)
+}
+
+// FailTokens makes every token request fail from now on with the OAuth
+// error code (invalid_grant, server_error, ...), as carelessly as an
+// authorization server can: its error_description echoes everything the
+// request sent, secrets included. "" makes them work again.
+func (a *AuthServer) FailTokens(code string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failWith = code
 }
 
 // RevokeAccess makes every access token issued so far invalid (the
@@ -207,6 +240,7 @@ func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	method := meta.TokenEndpointAuthMethod
 	if method != "none" {
 		c.secret = a.next("secret")
+		a.secrets = append(a.secrets, c.secret)
 		if method == "" {
 			method = "client_secret_basic"
 		}
@@ -256,7 +290,11 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	} else {
 		a.mu.Lock()
 		code := a.next("code")
-		a.codes[code] = &grant{clientID: q.Get("client_id"), redirectURI: redirectURI, challenge: q.Get("code_challenge"), resource: q.Get("resource"), scopes: strings.Fields(q.Get("scope"))}
+		scopes := strings.Fields(q.Get("scope"))
+		if a.cfg.MaxScopes != nil {
+			scopes = slices.DeleteFunc(scopes, func(s string) bool { return !slices.Contains(a.cfg.MaxScopes, s) })
+		}
+		a.codes[code] = &grant{clientID: q.Get("client_id"), redirectURI: redirectURI, challenge: q.Get("code_challenge"), resource: q.Get("resource"), scopes: scopes}
 		a.mu.Unlock()
 		back.Set("code", code)
 	}
@@ -285,9 +323,25 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
 	}
+	if a.cfg.OnToken != nil {
+		a.cfg.OnToken(r.PostForm)
+	}
 	id, secret := clientAuth(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.tokenReq = append(a.tokenReq, r.PostForm)
+	if a.failWith != "" {
+		status := http.StatusBadRequest
+		if a.failWith == "server_error" {
+			status = http.StatusInternalServerError
+		}
+		echo := r.PostForm.Encode()
+		if authz := r.Header.Get("Authorization"); authz != "" {
+			echo += " with " + authz
+		}
+		writeJSON(w, status, map[string]string{"error": a.failWith, "error_description": "refused: " + echo})
+		return
+	}
 	c := a.clients[id]
 	if c == nil || c.secret != secret {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})

@@ -23,11 +23,11 @@ Authorizes mcp-sidecar to use a Streamable HTTP server that asks for OAuth
 (GitHub, Linear, Notion, Atlassian, Sentry, ...), as a harness would have
 it authorized: the sidecar discovers the server's authorization server,
 registers (or uses the configured oauth.client_id), and this command prints
-the authorization URL and opens it in your browser (xdg-open, open or start;
+the authorization URL and opens it in your browser (xdg-open, open or rundll32 url.dll;
 with --no-browser, or when none is available, open it yourself). The
 browser comes back to http://127.0.0.1:PORT/callback, where the sidecar
 listens (PORT from oauth.callback_port or mcp_oauth_callback_port, else a
-free one).
+free one), or to the oauth.callback_url or mcp_oauth_callback_url you set.
 
 The token is kept in the credentials file every harness's sidecar reads
 ($XDG_CONFIG_HOME/mcp-sidecar/credentials/credentials.json, 0600), per
@@ -229,21 +229,12 @@ func hoursMinutes(d time.Duration) string {
 }
 
 // openBrowser opens url in the user's browser: env.OpenBrowser when set,
-// else xdg-open, open or start. It never waits for the browser.
+// else the system's opener (browserCommand). It never waits for the browser.
 func openBrowser(ctx context.Context, env Env, url string) error {
 	if env.OpenBrowser != nil {
 		return env.OpenBrowser(ctx, url)
 	}
-	var name string
-	var args []string
-	switch runtime.GOOS {
-	case "darwin":
-		name, args = "open", []string{url}
-	case "windows":
-		name, args = "cmd", []string{"/c", "start", "", url}
-	default:
-		name, args = "xdg-open", []string{url}
-	}
+	name, args := browserCommand(runtime.GOOS, url)
 	path, err := exec.LookPath(name)
 	if err != nil {
 		return fmt.Errorf("%s is not available", name)
@@ -256,4 +247,18 @@ func openBrowser(ctx context.Context, env Env, url string) error {
 	// the background so that no zombie is left.
 	go cmd.Wait()
 	return nil
+}
+
+// browserCommand is the program and arguments that open url on goos. On
+// Windows it is url.dll's handler, not cmd's start: cmd.exe would split the
+// URL at each & (every authorization URL has several) and run the rest as
+// commands, and rundll32 takes its arguments as they are.
+func browserCommand(goos, url string) (name string, args []string) {
+	switch goos {
+	case "darwin":
+		return "open", []string{url}
+	case "windows":
+		return "rundll32", []string{"url.dll,FileProtocolHandler", url}
+	}
+	return "xdg-open", []string{url}
 }

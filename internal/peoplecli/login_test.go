@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
 	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
@@ -165,5 +167,25 @@ func TestLoginTimeoutNamesTheFlag(t *testing.T) {
 	code, _, errOut := w.run(Login, "remote", "--timeout", "300ms")
 	if code != exitFailure || !strings.Contains(errOut, "remote is not authorized: server \"remote\" failed to start: OAuth authorization failed: not completed within 300ms (--timeout)") {
 		t.Errorf("login: exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// Every system's opener gets the authorization URL as one argument, & and
+// all: on Windows no cmd.exe sees it (start would cut it at the first &).
+func TestBrowserCommand(t *testing.T) {
+	const u = "https://as.example/authorize?client_id=c&state=s&redirect_uri=http%3A%2F%2F127.0.0.1%3A4321%2Fcallback"
+	for _, tc := range []struct {
+		goos string
+		want []string
+	}{
+		{"linux", []string{"xdg-open", u}},
+		{"freebsd", []string{"xdg-open", u}},
+		{"darwin", []string{"open", u}},
+		{"windows", []string{"rundll32", "url.dll,FileProtocolHandler", u}},
+	} {
+		name, args := browserCommand(tc.goos, u)
+		if diff := cmp.Diff(tc.want, append([]string{name}, args...)); diff != "" {
+			t.Errorf("%s: command (-want +got):\n%s", tc.goos, diff)
+		}
 	}
 }

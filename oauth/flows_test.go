@@ -1,0 +1,148 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+)
+
+// The loopback listener takes one redirect: a second one while the flow
+// exchanges the code gets 410, and the port closes with the flow.
+func TestLoopbackListenerIsOneUse(t *testing.T) {
+	var mu sync.Mutex
+	var redirect string // where the authorization server sent the browser
+	var again int       // the status of a second visit
+	var againErr error
+	e := newEnv(t, oauthtest.Config{OnToken: func(form url.Values) {
+		if form.Get("grant_type") != "authorization_code" {
+			return
+		}
+		// The code is being exchanged: the flow, and its listener, are
+		// still there.
+		mu.Lock()
+		defer mu.Unlock()
+		_, again, againErr = oauthtest.Browse(context.Background(), redirect)
+	}}, oauthtest.ServerConfig{})
+	present := func(ctx context.Context, p Prompt) (PresentResult, error) {
+		loc, err := oauthtest.RedirectOf(ctx, p.URL)
+		if err != nil {
+			return PresentResult{}, err
+		}
+		mu.Lock()
+		redirect = loc
+		mu.Unlock()
+		// A browser shows the page whether or not the sidecar still
+		// waits: not ctx, which ends as the redirect arrives.
+		if _, status, err := oauthtest.Browse(context.WithoutCancel(ctx), loc); err != nil || status != http.StatusOK {
+			t.Errorf("first redirect: %d, %v; want 200", status, err)
+		}
+		return PresentResult{}, nil
+	}
+	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: present}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if againErr != nil || again != http.StatusGone {
+		t.Errorf("second redirect during the exchange: %d, %v; want 410", again, againErr)
+	}
+	if _, _, err := oauthtest.Browse(t.Context(), redirect); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("redirect after the flow: %v; want connection refused (the listener closed)", err)
+	}
+}
+
+// oauth_resource is the resource of the authorization request and of
+// every token request: the code exchange and the refreshes.
+func TestConfiguredResourceIsAskedForEverywhere(t *testing.T) {
+	const resource = "https://api.example/tenant-7"
+	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
+	e.srv.Resource = resource
+	var presented atomic.Int32
+	s, err := connect(t.Context(), e.server.URL(), e.m.Handler(e.srv, HandlerOptions{Present: browse(&presented)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	echo(t, s, "echo", "one")
+	e.clock.Advance(time.Hour) // refreshed before the next use
+	echo(t, s, "echo", "two")
+
+	if got := e.as.LastAuthorization().Get("resource"); got != resource {
+		t.Errorf("authorization request resource %q, want %q", got, resource)
+	}
+	type tokenRequest struct{ Grant, Resource string }
+	var got []tokenRequest
+	for _, f := range e.as.TokenRequests() {
+		got = append(got, tokenRequest{f.Get("grant_type"), f.Get("resource")})
+	}
+	want := []tokenRequest{{"authorization_code", resource}, {"refresh_token", resource}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("token requests (-want +got):\n%s", diff)
+	}
+}
+
+// A refresh token the authorization server refuses (invalid_grant) leads
+// to one new authorization, whether the refresh was made because the
+// server answered 401 or because the token was about to expire.
+func TestRefusedRefreshAuthorizesAgainOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fresh func(e *env) // makes the stored access token unusable
+	}{
+		{"on 401", func(e *env) {}},
+		{"before expiry", func(e *env) { e.clock.Advance(time.Hour - RefreshBefore/2) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
+			s, presented := e.connectBrowsing(t)
+			echo(t, s, "echo", "one")
+			denied := e.server.Denied()
+			e.as.RevokeAll()
+			tc.fresh(e)
+			echo(t, s, "echo", "two")
+			c := e.as.Counts()
+			c.Registrations = 0 // the forgotten grant's client goes with it: go-sdk registers anew
+			want := oauthtest.Counts{Authorizations: 2, CodeExchanges: 2, RefreshDenied: 1}
+			if diff := cmp.Diff(want, c); diff != "" || presented.Load() != 2 {
+				t.Errorf("presented %d (want 2); authorization server counts (-want +got):\n%s", presented.Load(), diff)
+			}
+			if n := e.server.Denied() - denied; n != 1 {
+				t.Errorf("%d requests denied after the revocation, want 1 (the one that asked again)", n)
+			}
+		})
+	}
+}
+
+// A server that keeps answering 403 insufficient_scope (the authorization
+// server never grants the scope) gets one new authorization per call, and
+// the call fails saying which scopes are missing; the session survives it.
+func TestStepUpOncePerCall(t *testing.T) {
+	e := newEnv(t, oauthtest.Config{ScopesSupported: []string{"read", "write"}, MaxScopes: []string{"read"}},
+		oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}})
+	s, presented := e.connectBrowsing(t)
+	echo(t, s, "echo", "read is granted")
+	for call := 1; call <= 2; call++ {
+		_, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "publish", Arguments: map[string]any{"text": "x"}})
+		if err == nil || !strings.Contains(err.Error(), `server "remote"`) || !strings.Contains(err.Error(), "write") || !strings.Contains(err.Error(), "insufficient_scope") {
+			t.Fatalf("call %d: %v; want an error naming the server and the missing scope write", call, err)
+		}
+		if got, want := presented.Load(), int32(1+call); got != want {
+			t.Errorf("after call %d: presented %d times, want %d (one step-up per call)", call, got, want)
+		}
+	}
+	echo(t, s, "echo", "the session still works")
+}
