@@ -42,16 +42,25 @@ func loadWithin(t *testing.T, c *DiskCache) (*CacheEntry, error) {
 const nobody = 65534
 
 func TestDiskCacheRefusesWhatItDidNotMake(t *testing.T) {
+	const (
+		noFileWithoutRoot = "chown to another user needs root, and without it no other user's " +
+			"regular file can be put in the cache folder (fs.protected_hardlinks refuses a hard " +
+			"link to one, and a symbolic link is refused as not a regular file)"
+		noFolderWithoutRoot = "chown to another user needs root; " +
+			"\"link to a folder of another user\" checks a folder's owner without it"
+	)
 	entry := &CacheEntry{Server: "srv", Tools: raws(`{"name":"a","inputSchema":{}}`)}
 	tests := []struct {
 		name string
 		// plant puts something at the entry's path p in the cache folder
 		// dir; other is a valid entry of the same key in another folder.
-		plant    func(t *testing.T, dir, p, other string)
-		root     bool // needs root (chown)
-		wantErr  error
-		wantWhy  string
-		storeErr bool // Store is refused too (the folder is untrusted)
+		plant func(t *testing.T, dir, p, other string)
+		// needsRoot, when set, is why the case needs root (chown) and
+		// what covers it without root; it is skipped otherwise.
+		needsRoot string
+		wantErr   error
+		wantWhy   string
+		storeErr  bool // Store is refused too (the folder is untrusted)
 	}{
 		{name: "fifo", plant: func(t *testing.T, dir, p, other string) {
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
@@ -71,7 +80,7 @@ func TestDiskCacheRefusesWhatItDidNotMake(t *testing.T) {
 		{name: "file writable by others", plant: func(t *testing.T, dir, p, other string) {
 			copyFile(t, other, p, 0o666)
 		}, wantErr: ErrUntrusted, wantWhy: "writable by group or others"},
-		{name: "file of another user", root: true, plant: func(t *testing.T, dir, p, other string) {
+		{name: "file of another user", needsRoot: noFileWithoutRoot, plant: func(t *testing.T, dir, p, other string) {
 			copyFile(t, other, p, 0o600)
 			if err := os.Chown(p, nobody, nobody); err != nil {
 				t.Fatal(err)
@@ -83,17 +92,28 @@ func TestDiskCacheRefusesWhatItDidNotMake(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantErr: ErrUntrusted, wantWhy: "writable by group or others", storeErr: true},
-		{name: "folder of another user", root: true, plant: func(t *testing.T, dir, p, other string) {
+		{name: "folder of another user", needsRoot: noFolderWithoutRoot, plant: func(t *testing.T, dir, p, other string) {
 			copyFile(t, other, p, 0o600)
 			if err := os.Chown(dir, nobody, nobody); err != nil {
 				t.Fatal(err)
 			}
 		}, wantErr: ErrUntrusted, wantWhy: "owned by uid 65534", storeErr: true},
+		// The folder a link names is what is checked (CheckDir); this is
+		// also how the owner check runs without root.
+		{name: "link to a folder of another user", plant: func(t *testing.T, dir, p, other string) {
+			target := otherUsersFolder(t)
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, dir); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr: ErrUntrusted, wantWhy: "not by the current user", storeErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.root && os.Geteuid() != 0 {
-				t.Skip("making a file of another user needs root")
+			if tt.needsRoot != "" && os.Geteuid() != 0 {
+				t.Skip(tt.needsRoot)
 			}
 			base := t.TempDir()
 			dir := filepath.Join(base, "cache")
@@ -138,6 +158,32 @@ func TestDiskCacheRefusesWhatItDidNotMake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// otherUsersFolder is a folder the current user does not own: as root, one
+// made for the test and given to nobody; otherwise the file system's root,
+// which root owns.
+func otherUsersFolder(t *testing.T) string {
+	t.Helper()
+	uid := os.Geteuid()
+	if uid == 0 {
+		d := filepath.Join(t.TempDir(), "others")
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	fi, err := os.Stat("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) == uid {
+		t.Skipf("/ is owned by the current user (uid %d): no folder of another user to link to", uid)
+	}
+	return "/"
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {

@@ -117,6 +117,10 @@ type Options struct {
 	TermGrace  time.Duration
 
 	clock func() time.Time // the skipped-line log's rate; nil: time.Now (tests)
+	// exitWait is how long a startup that failed before its deadline waits
+	// to see the server exit, so that the error says it crashed; 0: 500 ms
+	// (tests).
+	exitWait time.Duration
 }
 
 // Handlers receive what the server sends on its own. All are optional.
@@ -448,7 +452,11 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	// A server that was still running when ctx ended did not answer in
 	// time, whatever it does next (go-sdk closing its stdin makes most
 	// servers exit 0 at once).
-	if !timedOut && waitClosed(p.exited, 500*time.Millisecond) {
+	exitWait := c.opts.exitWait
+	if exitWait == 0 {
+		exitWait = 500 * time.Millisecond
+	}
+	if !timedOut && waitClosed(p.exited, exitWait) {
 		p.drainStderr(200 * time.Millisecond)
 		status = p.exitStatus()
 	}

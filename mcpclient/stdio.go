@@ -199,10 +199,11 @@ const killWait = 5 * time.Second
 
 // stop ends everything the server started: EOF on stdin, then SIGTERM,
 // then SIGKILL, each to its process group and to the processes that left
-// the group but descend from it (tree). It returns once the server is
-// reaped and nothing of its tree runs (or, for a process that does not
-// die of SIGKILL, after killWait). Several callers may call it; each
-// returns once it is done.
+// the group but descend from it (tree); then the orphans it detached that
+// the reaper adopted (SIGTERM, SIGKILL after termGrace). It returns once
+// the server is reaped and nothing of its tree or its orphans runs (or,
+// for a process that does not die of SIGKILL, after a bound). Several
+// callers may call it; each returns once it is done.
 func (p *process) stop(closeGrace, termGrace time.Duration) {
 	p.stopOnce.Do(func() {
 		defer close(p.stopped)
@@ -219,6 +220,11 @@ func (p *process) stop(closeGrace, termGrace time.Duration) {
 				p.tree.wait(killWait, sigKill)
 			}
 		}
+		// What the server detached with no parent chain left to it (a
+		// double fork) was adopted by the reaper, which tells it by the
+		// server's marker: it ends with the connection, not only with the
+		// sidecar (README, "Reliability").
+		p.child.EndOrphans(termGrace)
 		p.child.Ended()
 		p.tree.release()
 		p.drainStderr(100 * time.Millisecond)

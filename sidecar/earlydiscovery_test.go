@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -198,4 +200,102 @@ func TestEarlyDiscoveryRetryWaitsForReadiness(t *testing.T) {
 	if diff := cmp.Diff(protocol.StateReady, serverState(h, sid, "s")); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}
+}
+
+// TestEarlyDiscoveryRetryAfterResourceChangeWaitsForReadiness: a
+// notifications/resources/list_changed while a discovery pages a starting
+// server's connection rejects that discovery (-32017) although the startup
+// and its connection stay; the retry does not take the early path of that
+// startup again but waits for its readiness. Over stdio the notification
+// is counted as it is read, before the page it precedes is delivered, so
+// the rejection is certain.
+func TestEarlyDiscoveryRetryAfterResourceChangeWaitsForReadiness(t *testing.T) {
+	unblock, count := tempFile(t, "unblock"), tempFile(t, "count")
+	waits := make(chan bool, 16)
+	h := newHookedHarness(t, sidecar.Hooks{
+		StartupWait: func(session, server string, early bool) { waits <- early },
+	})
+	unblockListing := func() {
+		if err := os.WriteFile(unblock, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(unblockListing) // before the harness closes the session
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
+		// tools/list waits for unblock: the startup is not ready until the
+		// test says so. The first resources/list answer is preceded by the
+		// notification.
+		BlockListUntilFile: unblock, CountFile: count,
+		NotifyResourcesChangedAfterList: 1, Resources: discoverable,
+		Tools: []fixture.ToolSpec{tool("a", "echo")},
+	})}, earlyOn)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	discoverParams := map[string]any{"sessionId": sid, "server": "s", "mimeTypes": []string{"mcp/plugin", "mcp/skill"}}
+	nextWait := func() bool {
+		t.Helper()
+		select {
+		case early := <-waits:
+			return early
+		case <-h.ctx.Done():
+			t.Fatal("no request waited for the startup")
+			return false
+		}
+	}
+
+	_, first, err := h.client.Dispatch(h.ctx, protocol.MethodResourcesDiscover, discoverParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nextWait() {
+		t.Fatal("the first discovery waited for readiness; want the early path")
+	}
+	je, data := h.wantCode(first.Wait(h.ctx, nil), protocol.CodeDiscoveryRejected)
+	if !data.Retryable || !strings.Contains(je.Message, "resources changed") {
+		t.Errorf("rejection %q %+v: want retryable, saying the resources changed", je.Message, data)
+	}
+	if diff := cmp.Diff(protocol.StateStarting, serverState(h, sid, "s")); diff != "" {
+		t.Fatalf("state after the rejection (-want +got):\n%s", diff)
+	}
+
+	// The retry: it must wait for readiness, while tools/list is blocked.
+	_, retry, err := h.client.Dispatch(h.ctx, protocol.MethodResourcesDiscover, discoverParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nextWait() {
+		t.Fatal("the retry after -32017 took the early path of the same startup again; want normal readiness")
+	}
+	if n := countPrefix(fixture.ReadLines(count), "resources/list "); n != 1 {
+		t.Fatalf("%d resources/list before readiness, want only the rejected one", n)
+	}
+	unblockListing()
+	var res struct {
+		Resources []struct {
+			URI string `json:"uri"`
+		} `json:"resources"`
+	}
+	if err := retry.Wait(h.ctx, &res); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	if diff := cmp.Diff([]string{"plugin://one", "skill://two"}, uris); diff != "" {
+		t.Errorf("retry found (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(protocol.StateReady, serverState(h, sid, "s")); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
+
+// countPrefix is the number of lines that begin with prefix.
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
 }

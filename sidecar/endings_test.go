@@ -78,9 +78,10 @@ type wrappedServer struct {
 	ctx    context.Context
 	c      *hostclient.Client
 	sid    string
-	server int // the fixture's pid
-	bg     int // the pid the script wrote to "$1"
-	pgid   int // the server's process group
+	server int    // the fixture's pid
+	bg     int    // the pid the script wrote to "$1"
+	bgFile string // "$1"
+	pgid   int    // the server's process group
 }
 
 // startWrapped starts a sidecar process, initializes it with one server
@@ -116,7 +117,7 @@ func startWrapped(t *testing.T, script string, tools ...fixture.ToolSpec) *wrapp
 		t.Fatal(err)
 	}
 	w.sid = open.SessionID
-	w.server, w.bg = readPID(t, pidFile), readPID(t, bgFile)
+	w.server, w.bg, w.bgFile = readPID(t, pidFile), readPID(t, bgFile), bgFile
 	w.pgid = pgidOf(t, w.server)
 	killOnCleanup(t, w.pgid, w.bg)
 	// A server started again (servers/reconnect) wrote its own background
@@ -216,30 +217,62 @@ func TestSetsidDescendantEndsWithEveryEnding(t *testing.T) {
 	}
 }
 
-// exitEndings are the endings of processEndings after which the sidecar
-// process is gone.
-func exitEndings() []string {
-	return []string{"shutdown and exit", "stdin EOF", "SIGTERM", "SIGINT", "SIGHUP"}
-}
+// detachingScript is a server whose grandchild detaches: a subshell starts
+// it in a session of its own and exits at once (a double fork), so no
+// parent chain leads from the server to it.
+const detachingScript = `(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"); shift; exec "$@"`
 
-// TestDetachedOrphanEndsWithTheSidecar: a process the server detached
-// (double fork: its parent exited at once, so no parent chain leads to it)
-// is re-parented to the sidecar, a child subreaper on Linux, and ends when
-// the sidecar does.
-func TestDetachedOrphanEndsWithTheSidecar(t *testing.T) {
-	const script = `(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"); shift; exec "$@"`
+// TestDetachedOrphanEndsWithEveryEnding: a process the server detached is
+// re-parented to the sidecar (a child subreaper on Linux), which tells it
+// by the server's marker in its environment (MCP_SIDECAR_SERVER): it ends
+// with its connection, whichever way the session or the sidecar ends,
+// before the reply.
+func TestDetachedOrphanEndsWithEveryEnding(t *testing.T) {
 	for _, e := range processEndings {
-		if !slices.Contains(exitEndings(), e.name) {
-			continue
-		}
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			w := startWrapped(t, script, tool("echo", "echo"))
+			w := startWrapped(t, detachingScript, tool("echo", "echo"))
 			if ppid := procOf(t, w.bg).ppid; ppid != w.p.cmd.Process.Pid {
 				t.Fatalf("the detached process %d has parent %d, want the sidecar %d (a child subreaper)", w.bg, ppid, w.p.cmd.Process.Pid)
 			}
 			w.end(t, e.name)
 		})
+	}
+}
+
+// TestDetachedOrphanEndsWithItsSessionOnly: two sessions run the same
+// detaching server; closing one ends its orphan, not the other's (both
+// are the sidecar's children, alike but for their markers).
+func TestDetachedOrphanEndsWithItsSessionOnly(t *testing.T) {
+	w := startWrapped(t, detachingScript, tool("echo", "echo"))
+	var open protocol.SessionOpenResult
+	if err := w.c.Call(w.ctx, protocol.MethodSessionOpen, map[string]any{"startup": "eager"}, &open); err != nil {
+		t.Fatal(err)
+	}
+	// Once tools/list has answered, the second server has written its
+	// orphan's pid over the first's.
+	if err := w.c.Call(w.ctx, protocol.MethodToolsList, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := readPID(t, w.bgFile)
+	if other == w.bg {
+		t.Fatalf("both sessions report orphan %d", other)
+	}
+	t.Cleanup(func() { syscall.Kill(other, syscall.SIGKILL) })
+	for _, pid := range []int{w.bg, other} {
+		if ppid := procOf(t, pid).ppid; ppid != w.p.cmd.Process.Pid {
+			t.Fatalf("the detached process %d has parent %d, want the sidecar %d", pid, ppid, w.p.cmd.Process.Pid)
+		}
+	}
+	w.end(t, "session/close")
+	if !alive(other) {
+		t.Errorf("the other session's orphan %d was ended by session/close", other)
+	}
+	if err := w.c.Call(w.ctx, protocol.MethodSessionClose, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if alive(other) {
+		t.Errorf("after the other session's close: its orphan %d still runs", other)
 	}
 }
 

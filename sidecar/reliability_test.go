@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -429,7 +431,9 @@ func TestNoOrphans(t *testing.T) {
 
 // TestChildEnvironmentIsAllowlistPlusConfigured runs a real sidecar process
 // with a secret in its environment; the fixture dumps the environment it
-// got: exactly the allowlisted variables the sidecar has, env_vars and env.
+// got: exactly the allowlisted variables the sidecar has, env_vars and env,
+// and on Linux the connection's marker (an id the sidecar sets, whatever
+// env says).
 func TestChildEnvironmentIsAllowlistPlusConfigured(t *testing.T) {
 	const secret = "sidecar-only-secret-4f1c"
 	p := startSidecarProcess(t, "SIDECAR_SECRET_TOKEN="+secret, "PASSED_THROUGH=passed", "LANG=C.UTF-8", "TZ=UTC")
@@ -439,6 +443,7 @@ func TestChildEnvironmentIsAllowlistPlusConfigured(t *testing.T) {
 	defer c.Close()
 	cfg := fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("env", "env")}})
 	cfg.Env["CONFIGURED"] = "configured-value"
+	cfg.Env[reaper.MarkerVar] = "configured-marker"
 	cfg.EnvVars = []string{"PASSED_THROUGH"}
 	if err := c.Call(ctx, protocol.MethodInitialize, map[string]any{
 		"clientInfo": map[string]any{"name": "test"}, "cacheDir": t.TempDir(),
@@ -467,12 +472,19 @@ func TestChildEnvironmentIsAllowlistPlusConfigured(t *testing.T) {
 				t.Errorf("%s=%q, want the sidecar's %q", k, v, want)
 			}
 		case k == "PASSED_THROUGH" || k == "CONFIGURED" || k == fixture.EnvVar || k == "GORACE":
+		case k == reaper.MarkerVar && runtime.GOOS == "linux":
+			if !regexp.MustCompile(`^[A-Z2-7]{26}$`).MatchString(v) {
+				t.Errorf("%s=%q, want a random id (26 base32 characters)", k, v)
+			}
 		default:
 			t.Errorf("child got %s=%q: neither allowlisted nor configured", k, v)
 		}
 		if strings.Contains(v, secret) {
 			t.Errorf("child variable %s carries the sidecar's secret", k)
 		}
+	}
+	if _, ok := got[reaper.MarkerVar]; !ok && runtime.GOOS == "linux" {
+		t.Errorf("child lacks %s", reaper.MarkerVar)
 	}
 	for k, want := range map[string]string{"PASSED_THROUGH": "passed", "CONFIGURED": "configured-value", "LANG": "C.UTF-8", "TZ": "UTC", "PATH": os.Getenv("PATH")} {
 		if got[k] != want {

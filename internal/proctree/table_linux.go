@@ -1,7 +1,9 @@
 package proctree
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"syscall"
@@ -72,4 +74,35 @@ func readStat(pid int, buf []byte) (Proc, bool) {
 		Start:  start,
 		Zombie: fields[0][0] == 'Z' || fields[0][0] == 'X',
 	}, true
+}
+
+// HasEnv reports whether entry ("NAME=value") is one of the variables pid
+// was started with (/proc/<pid>/environ: the block its last exec received;
+// setenv and unsetenv do not change it, a process that overwrites it in
+// its memory does). A process whose environment cannot be read (another
+// user's, gone, a zombie) has none.
+func HasEnv(pid int, entry string) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// Variables are NUL-terminated and may be long (up to 128 KiB each);
+	// one longer than the buffer is not entry and is skipped, not kept.
+	r := bufio.NewReaderSize(f, max(len(entry)+1, 4096))
+	long := false
+	for {
+		v, err := r.ReadSlice(0)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = true
+			continue
+		}
+		if !long && string(bytes.TrimSuffix(v, []byte{0})) == entry {
+			return true
+		}
+		long = false
+		if err != nil {
+			return false
+		}
+	}
 }

@@ -2,9 +2,11 @@
 // single connections. On Linux it makes the sidecar a child subreaper, so
 // that what a server orphans is re-parented to the sidecar rather than to
 // init; it reaps those orphans without touching the children os/exec waits
-// for, and ends the ones no connection claimed when the sidecar stops. On
-// Unix it keeps a watchdog process that ends every server's process group
-// if the sidecar is killed (SIGKILL) and cannot do it itself.
+// for, ends a connection's orphans when the connection asks (they carry
+// its marker, MarkerVar, in their environment), and ends the rest when the
+// sidecar stops. On Unix it keeps a watchdog process that ends every
+// server's process group if the sidecar is killed (SIGKILL) and cannot do
+// it itself.
 //
 // A process has one Reaper, created by the command that serves the host
 // protocol: being a subreaper is a property of the whole process, and the
@@ -12,6 +14,7 @@
 package reaper
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,18 +101,39 @@ func New(opts Options) *Reaper {
 	return r
 }
 
+// MarkerVar is the environment variable Start gives a server where orphans
+// are adopted (Linux): a random id of that one server process, which its
+// descendants inherit. A process the server detached (a double fork)
+// leaves no parent chain to it, and may not be told apart from another
+// server's otherwise. The id is no secret: a process that copies another
+// server's marker only has itself ended with that server.
+const MarkerVar = "MCP_SIDECAR_SERVER"
+
 // Child is a started server process.
 type Child struct {
-	r   *Reaper
-	pid int
+	r      *Reaper
+	pid    int
+	marker string // MarkerVar=id, as in the server's environment; "" if none
 }
 
 // Start starts cmd (a server that leads a process group of its own) and
 // registers it: the reaper never reaps it (os/exec does), and the watchdog
-// ends its group if the sidecar is killed.
+// ends its group if the sidecar is killed. Where orphans are adopted, the
+// server's environment (cmd.Env, or the sidecar's if nil) gets MarkerVar,
+// replacing any value it had.
 func (r *Reaper) Start(cmd *exec.Cmd) (*Child, error) {
 	if r == nil {
 		return nil, cmd.Start()
+	}
+	var marker string
+	if r.subreaper {
+		marker = MarkerVar + "=" + rand.Text()
+		env := cmd.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		// os/exec keeps the last of duplicate variables.
+		cmd.Env = append(env[:len(env):len(env)], marker)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -119,7 +143,26 @@ func (r *Reaper) Start(cmd *exec.Cmd) (*Child, error) {
 	pid := cmd.Process.Pid
 	r.execs[pid] = true
 	r.tellWatchdog('+', pid)
-	return &Child{r: r, pid: pid}, nil
+	return &Child{r: r, pid: pid, marker: marker}, nil
+}
+
+// EndOrphans ends the orphans the child's processes left to the reaper:
+// adopted processes whose environment carries the child's marker, and what
+// they lead to (SIGTERM, then SIGKILL after grace). It returns once none of
+// them runs (or, for one that does not die of SIGKILL, after a bound), at
+// once if there are none. Call it when the child's connection is torn
+// down, after its process group: what the group's processes detached while
+// they were being ended is among the orphans then. Where orphans are not
+// adopted (not Linux) it does nothing; a process that cleared its
+// environment, or whose environment cannot be read (another user's), is
+// left to Close.
+func (c *Child) EndOrphans(grace time.Duration) {
+	if c == nil || c.marker == "" {
+		return
+	}
+	c.r.endAdopted("ending orphans of a server", grace, func(p proctree.Proc) bool {
+		return proctree.HasEnv(p.PID, c.marker)
+	})
 }
 
 // Waited says that os/exec reaped the child (its Wait returned).
@@ -168,24 +211,39 @@ func (r *Reaper) Close() {
 
 // sweep ends every adopted orphan and what it leads to.
 func (r *Reaper) sweep() {
+	r.endAdopted("ending orphans of servers", r.opts.Grace, func(proctree.Proc) bool { return true })
+}
+
+// endAdopted ends the adopted orphans that match, and what they lead to:
+// SIGTERM, then SIGKILL after grace; then it reaps what ended. match is
+// called without mu held (it may read files).
+func (r *Reaper) endAdopted(what string, grace time.Duration, match func(proctree.Proc) bool) {
 	table, err := proctree.Snapshot()
 	if err != nil {
 		return
 	}
 	r.mu.Lock()
-	var roots []proctree.Proc
+	var adopted []proctree.Proc
 	for _, p := range table {
 		if r.adopted(p) {
-			roots = append(roots, p)
+			adopted = append(adopted, p)
 		}
 	}
 	r.mu.Unlock()
+	var roots []proctree.Proc
+	for _, p := range adopted {
+		if match(p) {
+			roots = append(roots, p)
+		}
+	}
 	if len(roots) > 0 {
+		// A pid reused since the snapshot is not its root: the set knows
+		// each by its start time.
 		set := proctree.NewRoots(roots)
 		if live, err := set.Update(); err == nil && len(live) > 0 {
-			r.logger.Info("ending orphans of servers", "count", len(live))
+			r.logger.Info(what, "count", len(live))
 			set.Signal(live, proctree.Terminate)
-			if !set.Wait(r.opts.Grace, 0) {
+			if !set.Wait(grace, 0) {
 				live, _ := set.Update()
 				set.Signal(live, proctree.Kill)
 				set.Wait(2*time.Second, proctree.Kill)

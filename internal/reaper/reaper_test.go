@@ -155,6 +155,114 @@ func TestCloseEndsOrphans(t *testing.T) {
 	}
 }
 
+// startDetaching starts, through r, a server (sh leading a group of its
+// own) that detaches one orphan per script with a double fork and then
+// lives on. It returns the server and the orphans' pids once every orphan
+// has been re-parented: the server prints "detached" after the subshells
+// that forked them have exited.
+func startDetaching(t *testing.T, r *Reaper, scripts ...string) (*exec.Cmd, *Child, []int) {
+	t.Helper()
+	var sh strings.Builder
+	for _, s := range scripts {
+		fmt.Fprintf(&sh, `(setsid sh -c '%s' </dev/null >/dev/null 2>&1 & echo $!); `, s)
+	}
+	sh.WriteString(`echo detached; exec sleep 1000`)
+	cmd := exec.Command("sh", "-c", sh.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := r.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		child.Waited()
+	})
+	var orphans []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "detached" {
+		pid, err := strconv.Atoi(sc.Text())
+		if err != nil {
+			t.Fatalf("server said %q", sc.Text())
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		orphans = append(orphans, pid)
+	}
+	if len(orphans) != len(scripts) {
+		t.Fatalf("server detached %v, want %d orphans", orphans, len(scripts))
+	}
+	for _, pid := range orphans {
+		if ppid := parentOf(t, pid); ppid != os.Getpid() {
+			t.Fatalf("orphan %d has parent %d, want this process %d", pid, ppid, os.Getpid())
+		}
+	}
+	return cmd, child, orphans
+}
+
+// TestEndOrphansEndsOnlyTheChildsOrphans: a server's detached orphans
+// (double forks: no parent chain leads to them) carry its marker and end
+// when its connection asks, a stubborn one by SIGKILL; another server's
+// orphan and an orphan of no server live on until Close.
+func TestEndOrphansEndsOnlyTheChildsOrphans(t *testing.T) {
+	requireLinux(t)
+	r := New(Options{Grace: 200 * time.Millisecond})
+	defer r.Close()
+	serverA, a, orphansA := startDetaching(t, r, `exec sleep 1000`, `trap "" TERM; sleep 1000 & wait`)
+	serverB, b, orphansB := startDetaching(t, r, `exec sleep 1000`)
+	unmarked := detach(t, `exec sleep 1000`)
+
+	if a.marker == b.marker || !strings.HasPrefix(a.marker, MarkerVar+"=") {
+		t.Fatalf("markers %q and %q: want %s=<id>, one per server", a.marker, b.marker, MarkerVar)
+	}
+	for _, c := range []struct {
+		pids   []int
+		marker string
+	}{{append([]int{serverA.Process.Pid}, orphansA...), a.marker}, {append([]int{serverB.Process.Pid}, orphansB...), b.marker}} {
+		for _, pid := range c.pids {
+			if !hasEnv(t, pid, c.marker) {
+				t.Errorf("process %d lacks its server's %s", pid, c.marker)
+			}
+		}
+	}
+
+	a.EndOrphans(200 * time.Millisecond)
+	for _, pid := range orphansA {
+		if exists(pid) {
+			t.Errorf("orphan %d of the server exists after EndOrphans", pid)
+		}
+	}
+	for _, pid := range append([]int{unmarked, serverA.Process.Pid, serverB.Process.Pid}, orphansB...) {
+		if !running(pid) {
+			t.Errorf("process %d, not an orphan of the server, was ended", pid)
+		}
+	}
+	r.Close()
+	for _, pid := range append([]int{unmarked}, orphansB...) {
+		if exists(pid) {
+			t.Errorf("orphan %d exists after Close", pid)
+		}
+	}
+}
+
+// hasEnv reports whether /proc/<pid>/environ holds entry.
+func hasEnv(t *testing.T, pid int, entry string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range strings.Split(string(b), "\x00") {
+		if v == entry {
+			return true
+		}
+	}
+	return false
+}
+
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -39,17 +39,20 @@ func URL(raw string) string {
 	return b.String()
 }
 
-// Query is a raw query with every value replaced by Placeholder; the
-// parameter names stay.
+// Query is a raw query with every value replaced by Placeholder. A
+// key=value part keeps its key; a part with no "=" is replaced whole,
+// since a secret is often put there bare (?sk-abc123, ?${TOKEN}) and the
+// text alone cannot tell a flag from a token.
 func Query(raw string) string {
 	if raw == "" {
 		return ""
 	}
 	parts := strings.Split(raw, "&")
 	for i, p := range parts {
-		name, _, hasValue := strings.Cut(p, "=")
-		if hasValue {
+		if name, _, hasValue := strings.Cut(p, "="); hasValue {
 			parts[i] = name + "=" + Placeholder
+		} else if p != "" {
+			parts[i] = Placeholder
 		}
 	}
 	return strings.Join(parts, "&")
