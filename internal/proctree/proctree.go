@@ -172,15 +172,17 @@ func (s *Set) groupsOf(live []Proc) []int {
 }
 
 // Signal sends sig to the set's groups and to each of live (what Update
-// returned): a process that left the groups is reached by its pid.
+// returned) by its pid: a member may leave its group (setsid) between the
+// reading of the table and the group's signal, and a signal to its pid
+// still reaches it. A member inside a group gets sig twice, which a
+// teardown can afford: a server that takes a second SIGTERM as "quit now"
+// is being stopped anyway.
 func (s *Set) Signal(live []Proc, sig Signal) {
 	for _, g := range s.groupsOf(live) {
 		signalGroup(g, sig)
 	}
 	for _, p := range live {
-		if !s.groups[p.PGID] {
-			signalProcess(p.PID, sig)
-		}
+		signalProcess(p.PID, sig)
 	}
 }
 
