@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -133,6 +134,7 @@ func startHost(tb testing.TB, o hostOptions) *host {
 		maxFrame = 1 << 30
 	}
 	h.hc = hostclient.New(context.Background(), r, w, hostclient.Options{
+		Checker:        smokeChecker(tb),
 		MaxFrameBytes:  maxFrame,
 		OnNotification: func(n hostclient.Notification) { onNote(n.Method) },
 	})
@@ -267,6 +269,28 @@ func (d *direct) listTools() (int, error) {
 		return 0, err
 	}
 	return len(res.Tools), nil
+}
+
+// smokeChecker returns a checker of the protocol schema in the benchmark
+// smoke run (-benchtime=1x), where every message a benchmark exchanges is
+// checked as the tests' are, and nil otherwise: checking costs more than
+// some of the operations measured, so it would distort the figures of a
+// real run and of TestReport. Its cleanup runs after the host's, which is
+// registered later.
+func smokeChecker(tb testing.TB) *schema.Checker {
+	if !smokeRun() {
+		return nil
+	}
+	c, err := schema.NewChecker()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Err(); err != nil {
+			tb.Errorf("messages that do not match schema/protocol.schema.json:\n%v", err)
+		}
+	})
+	return c
 }
 
 // replayHost is a host whose peer answers every request with the same

@@ -221,23 +221,49 @@ func (c *compiler) resolve(raw json.RawMessage) (*jsonschema.Resolved, error) {
 
 // validate checks a JSON text against rs.
 func validate(rs *jsonschema.Resolved, raw json.RawMessage) error {
-	var v any
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
+	v, err := decode(raw)
+	if err != nil {
+		return err
 	}
 	return rs.Validate(v)
 }
 
+// decode decodes a JSON text for validation; empty is null.
+func decode(raw json.RawMessage) (any, error) {
+	var v any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
 // ValidateParams checks the params of a request or notification that dir's
 // sender sent. Absent params are checked as null.
+//
+// In the params of the host's requests and notifications a member whose
+// value is null is checked as absent: docs/protocol.md (Conventions) says
+// null for an optional param is the same as leaving it out, and the schema
+// lists what a host should send, so it does not repeat "or null" for every
+// member. A required member that is null is still missing.
 func (m *Model) ValidateParams(dir Direction, name string, params json.RawMessage) error {
 	mt, err := m.lookup(dir, name, true)
 	if err != nil {
 		return err
 	}
-	return validate(mt.params, params)
+	v, err := decode(params)
+	if err != nil {
+		return err
+	}
+	if obj, ok := v.(map[string]any); ok && dir == HostToSidecar {
+		for k, x := range obj {
+			if x == nil {
+				delete(obj, k)
+			}
+		}
+	}
+	return mt.params.Validate(v)
 }
 
 // ValidateResult checks the result of the request name sent in direction

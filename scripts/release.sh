@@ -17,7 +17,10 @@
 #   VERSION                                    the version stamped in
 #
 # `mcp-sidecar version` and initialize's serverInfo.version print the version.
-# Every target is tried; the exit status is 1 if any failed to build.
+# The archives are reproducible: the same commit (and version) gives the
+# same bytes, .tar.gz and .zip alike (fixed file times, modes, owner and
+# order; CI builds twice and compares). Every target is tried; the exit
+# status is 1 if any failed to build.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -53,11 +56,16 @@ rm -f "$out"/mcp-sidecar_* "$out/SHA256SUMS"
 echo "$version" >"$out/VERSION"
 echo "release: mcp-sidecar $version -> $out"
 
-archive_zip() { # zip FILE DIR: the contents of DIR, without the folder
+# Every archive holds its files with these times (and modes set below), so
+# that the same commit gives the same archive, .tar.gz and .zip alike.
+epoch='2000-01-01 00:00:00Z'
+
+archive_zip() { # zip FILE DIR: the contents of DIR, without the folder, in name order
+  # A zip entry's time is local time: UTC makes it the same everywhere.
   if command -v zip >/dev/null; then
-    (cd "$2" && zip -q -X -r "$1" .)
+    (cd "$2" && LC_ALL=C ls | TZ=UTC zip -q -X -D "$1" -@)
   else
-    python3 - "$1" "$2" <<'PY'
+    TZ=UTC python3 - "$1" "$2" <<'PY'
 import os, sys, zipfile
 dest, src = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
@@ -84,13 +92,17 @@ for target in "${targets[@]}"; do
   fi
   stage=$(mktemp -d)
   cp "$bindir/$exe" README.md "$stage/"
+  # Modes and times fixed (owner too, in the tar), whatever the umask
+  # and the clock of the build.
+  chmod 0755 "$stage/$exe"
+  chmod 0644 "$stage/README.md"
+  touch -d "$epoch" "$stage/$exe" "$stage/README.md"
   name="mcp-sidecar_${version}_${goos}_${goarch}"
   if [[ "$goos" == windows ]]; then
     archive_zip "$out/$name.zip" "$stage"
   else
-    # Owner and times fixed, so the same commit gives the same archive.
-    tar -C "$stage" --owner=0 --group=0 --numeric-owner --mtime='2000-01-01 00:00:00Z' --sort=name \
-      -czf "$out/$name.tar.gz" "$exe" README.md
+    tar -C "$stage" --owner=0 --group=0 --numeric-owner --mtime="$epoch" --sort=name \
+      -cf - "$exe" README.md | gzip -n >"$out/$name.tar.gz"
   fi
   rm -rf "$stage"
   echo "release: $target ok ($(du -h "$bindir/$exe" | cut -f1))"

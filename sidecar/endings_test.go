@@ -96,7 +96,7 @@ func startWrapped(t *testing.T, script string, tools ...fixture.ToolSpec) *wrapp
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	w.ctx = ctx
-	w.c = hostclient.New(ctx, w.p.stdout, w.p.stdin, hostclient.Options{})
+	w.c = hostclient.New(ctx, w.p.stdout, w.p.stdin, hostclient.Options{Checker: schemaChecker(t)})
 	t.Cleanup(func() { w.c.Close() })
 	pidFile, bgFile := tempFile(t, "pid"), tempFile(t, "bg.pid")
 	cfg := fixture.Config("s", fixture.Spec{PIDFile: pidFile, Tools: tools})

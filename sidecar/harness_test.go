@@ -161,7 +161,7 @@ func (h *harness) record(n hostclient.Notification) {
 // schemaChecker returns a checker of the protocol schema for a test host:
 // when the test ends (after the host's own cleanups and deferred closes,
 // which were registered later), every message it saw must have matched.
-func schemaChecker(t *testing.T) *schema.Checker {
+func schemaChecker(t testing.TB) *schema.Checker {
 	t.Helper()
 	c, err := schema.NewChecker()
 	if err != nil {

@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -37,7 +39,13 @@ func BenchmarkSandboxedCall(b *testing.B) {
 				sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: os.LookupEnv, Logger: slog.New(slog.DiscardHandler)})
 				sidecarW.Close()
 			}()
-			c := hostclient.New(ctx, hostR, hostW, hostclient.Options{})
+			// Checked only in a one-iteration smoke run: checking costs a
+			// good part of the call it would measure.
+			var checker *schema.Checker
+			if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
+				checker = schemaChecker(b)
+			}
+			c := hostclient.New(ctx, hostR, hostW, hostclient.Options{Checker: checker})
 			defer func() { c.Close(); <-done }()
 
 			params := map[string]any{

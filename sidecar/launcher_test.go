@@ -1,7 +1,6 @@
 package sidecar_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -248,7 +247,7 @@ func TestLauncherPathNotRepresentable(t *testing.T) {
 			cfg, rawLog := sandboxedServer(t)
 			servers, _ := json.Marshal(map[string]*config.ServerConfig{"s": cfg})
 			p := startSidecarProcess(t)
-			h := &rawHost{t: t, w: p.stdin, r: bufio.NewReader(p.stdout)}
+			h := newRawHostOn(t, p.stdout, p.stdin)
 			res, errData := h.call("initialize", fmt.Sprintf(`{"clientInfo":{"name":"t"},"cacheDir":%q,"servers":%s,"launcher":{"codexExecutable":%s}}`, t.TempDir(), servers, tt.candidate))
 			if errData != nil {
 				t.Fatalf("initialize: %+v", errData)

@@ -1,7 +1,6 @@
 package sidecar_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -188,7 +187,7 @@ func TestPipelinedBehindSessionOpenInProcess(t *testing.T) {
 func TestPipelinedBehindSessionOpenProcess(t *testing.T) {
 	t.Parallel()
 	p := startSidecarProcess(t)
-	h := &rawHost{t: t, w: p.stdin, r: bufio.NewReader(p.stdout)}
+	h := newRawHostOn(t, p.stdout, p.stdin)
 	pipelineRounds(t, h, pipelineRoundsN)
 	p.stdin.Close()
 	if code := p.wait(t); code != 1 {

@@ -22,11 +22,14 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // rawHost writes frames byte for byte, so the test controls exactly what
-// the host sent (a Go JSON encoder would compact and HTML-escape it).
+// the host sent (a Go JSON encoder would compact and HTML-escape it). Every
+// frame either way is checked against the protocol schema, as hostclient's
+// are.
 type rawHost struct {
 	t   *testing.T
 	w   io.Writer
@@ -51,7 +54,15 @@ func newRawHost(t *testing.T) *rawHost {
 		cancel()
 		<-done
 	})
-	return &rawHost{t: t, w: hostW, r: bufio.NewReader(hostR)}
+	return newRawHostOn(t, hostR, hostW)
+}
+
+// newRawHostOn is a rawHost on r (the sidecar's output) and w (its input),
+// checked against the protocol schema.
+func newRawHostOn(t *testing.T, r io.Reader, w io.WriteCloser) *rawHost {
+	t.Helper()
+	c := schemaChecker(t)
+	return &rawHost{t: t, w: c.Writer(schema.HostToSidecar, w), r: bufio.NewReader(c.Reader(schema.SidecarToHost, r))}
 }
 
 // call sends a request whose params are the given JSON text and returns

@@ -5,7 +5,8 @@
 #
 # Builds offline against the crates Debian packages (see .cargo/config.toml)
 # and installs them when missing (apt-get: root, as CI is). Without a path it
-# builds the sidecar from this repository.
+# builds the sidecar from this repository. Builds the OAuth-protected test
+# server (internal/oauthtest/serve) the mcp/authorize tests answer.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -21,6 +22,9 @@ if [[ -z "$bin" ]]; then
   (cd "$root" && go build -o "$bin" .)
 fi
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+mkdir -p "$CARGO_TARGET_DIR"
+oauth_serve="$(cd "$CARGO_TARGET_DIR" && pwd)/oauthtest-serve"
+(cd "$root" && go build -o "$oauth_serve" ./internal/oauthtest/serve)
 
 cd "$here"
-MCP_SIDECAR_BIN="$bin" cargo test --offline --quiet
+MCP_SIDECAR_BIN="$bin" MCP_SIDECAR_OAUTH_SERVE="$oauth_serve" cargo test --offline --quiet

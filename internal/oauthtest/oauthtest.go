@@ -99,6 +99,15 @@ type Counts struct {
 // NewAuthServer starts an authorization server; it stops with the test.
 func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 	t.Helper()
+	a := StartAuthServer(cfg)
+	t.Cleanup(a.Close)
+	return a
+}
+
+// StartAuthServer starts an authorization server that runs until Close,
+// for a program outside a Go test (the clients' tests use it through
+// oauthtest/serve).
+func StartAuthServer(cfg Config) *AuthServer {
 	if cfg.AccessTTL == 0 {
 		cfg.AccessTTL = time.Hour
 	}
@@ -114,9 +123,11 @@ func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 		mux.HandleFunc("POST /register", a.register)
 	}
 	a.srv = httptest.NewServer(mux)
-	t.Cleanup(a.srv.Close)
 	return a
 }
+
+// Close stops the server.
+func (a *AuthServer) Close() { a.srv.Close() }
 
 // URL is the server's URL, which is its issuer.
 func (a *AuthServer) URL() string { return a.srv.URL }
@@ -422,17 +433,27 @@ type Server struct {
 // NewServer starts a protected MCP server; it stops with the test.
 func NewServer(t testing.TB, as *AuthServer, cfg ServerConfig) *Server {
 	t.Helper()
+	s := StartServer(as, cfg)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server and ends its MCP sessions.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+	s.mu.Lock()
+	ms := s.ms
+	s.mu.Unlock()
+	closeSessions(ms)
+}
+
+// StartServer starts a protected MCP server that runs until Close, for a
+// program outside a Go test.
+func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 	s := &Server{as: as, cfg: cfg}
 	mux := http.NewServeMux()
 	s.srv = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		s.srv.CloseClientConnections()
-		s.srv.Close()
-		s.mu.Lock()
-		ms := s.ms
-		s.mu.Unlock()
-		closeSessions(ms)
-	})
 	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
 	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:             s.URL(),

@@ -20,6 +20,7 @@ import {
   type AuthorizeResult,
   type CallToolResult,
   type CreateMessageResult,
+  type CreateTaskResult,
   type ElicitParams,
   type ElicitResult,
   type ErrorData,
@@ -241,8 +242,16 @@ export class SidecarClient {
     return this.request('tools/list', servers ? { sessionId, servers } : { sessionId }, options);
   }
 
-  /** tools/call. */
-  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<CallToolResult> {
+  /**
+   * tools/call. The server answers a call with `task` with a
+   * CreateTaskResult (MCP tasks), and any other with a CallToolResult
+   * (docs/protocol.md, "tools/call"), so the result type follows the
+   * params: params whose type may or may not have a task get the union.
+   */
+  callTool(params: ToolsCallParams & { task?: undefined }, options?: RequestOptions): Promise<CallToolResult>;
+  callTool(params: ToolsCallParams & { task: NonNullable<ToolsCallParams['task']> }, options?: RequestOptions): Promise<CreateTaskResult>;
+  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<CallToolResult | CreateTaskResult>;
+  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<CallToolResult | CreateTaskResult> {
     return this.request('tools/call', params, options);
   }
 
