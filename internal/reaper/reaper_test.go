@@ -51,18 +51,30 @@ func exists(pid int) bool {
 
 // detach starts sh, which starts script's process in the background with
 // setsid and exits: the process is orphaned at once (a double fork). It
-// returns the orphan's pid once its parent is reaped, that is, once the
-// orphan has been re-parented.
+// returns the orphan's pid once the orphan runs in its own session (it
+// says so on a pipe, after setsid: until then it is in this process's
+// group, where the reaper rightly leaves a child alone) and its parent is
+// reaped, that is, once the orphan has been re-parented.
 func detach(t *testing.T, script string) int {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `setsid sh -c '`+script+`' </dev/null >/dev/null 2>&1 & echo $!`)
-	out, err := cmd.Output()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ready.Close()
+	cmd := exec.Command("sh", "-c", `setsid sh -c 'echo $$ >&3; exec 3>&-; `+script+`' </dev/null >/dev/null 2>&1 &`)
+	cmd.ExtraFiles = []*os.File{readyW}
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	readyW.Close()
+	out, err := io.ReadAll(ready)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the orphan said %q", out)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	return pid
