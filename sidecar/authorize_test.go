@@ -220,6 +220,12 @@ func TestHostWithoutCapabilitySeesNeedsAuthorization(t *testing.T) {
 	if data.Kind != protocol.KindNeedsAuthorization || data.AuthorizationURL != authURL {
 		t.Errorf("tools/call error data %+v: want kind needs_authorization with the URL", data)
 	}
+	// By its qualified name too: the server never listed, so no tool has a
+	// name yet, but the name's form says whose it would be.
+	_, err := o.h.callTool(map[string]any{"sessionId": "s1", "name": "mcp__remote__echo", "arguments": map[string]any{"text": "x"}})
+	if _, data := o.h.wantCode(err, protocol.CodeServerNotReady); data.Kind != protocol.KindNeedsAuthorization {
+		t.Errorf("tools/call by qualified name: error data %+v, want kind needs_authorization", data)
+	}
 	// The user opens the URL by hand: the server starts on its own.
 	if _, status, err := oauthtest.Browse(o.h.ctx, authURL); err != nil || status != 200 {
 		t.Fatalf("browse: %d, %v", status, err)

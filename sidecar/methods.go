@@ -199,6 +199,14 @@ func (sess *Session) unknownName(ctx context.Context, name string) error {
 	server, tool, held := sess.qualified.Holder(name)
 	sess.rebuildMu.Unlock()
 	if !held {
+		// A server that never listed (it failed, needs authorization, is
+		// disabled) gave no name to any tool: a name of its form is
+		// answered with why the server cannot take calls.
+		if sc := sess.serverNamedIn(name); sc != nil {
+			if err := sc.usable(ctx); err != nil {
+				return callerError(ctx, err)
+			}
+		}
 		return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
 			fmt.Sprintf("unknown tool %q in session %q", name, sess.id)).WithServer("", name)
 	}
@@ -211,6 +219,19 @@ func (sess *Session) unknownName(ctx context.Context, name string) error {
 	}
 	return protocol.NewError(protocol.CodeUnknownTool, protocol.KindUnknownTool,
 		fmt.Sprintf("tool %q of server %q (named %q) is no longer in the catalog: the server removed it", tool, server, name)).WithServer(server, tool)
+}
+
+// serverNamedIn returns the session's server whose qualified names the
+// qualified name name has the form of (mcp__<server>__...), the longest
+// such server name where several fit; nil if none does.
+func (sess *Session) serverNamedIn(name string) *serverConn {
+	var best *serverConn
+	for _, n := range sess.names {
+		if strings.HasPrefix(name, "mcp__"+n+"__") && (best == nil || len(n) > len(best.name)) {
+			best = sess.servers[n]
+		}
+	}
+	return best
 }
 
 // bindDormant starts a dormant server before binding: its cached catalog
