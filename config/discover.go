@@ -33,7 +33,7 @@ const (
 type DiscoverOptions struct {
 	Home string // the user's home directory
 	Cwd  string // absolute; project files are found from here up to the repository root
-	Env  Lookup // for CODEX_HOME and XDG_CONFIG_HOME; nil finds nothing
+	Env  Lookup // for CODEX_HOME, XDG_CONFIG_HOME and APPDATA; nil finds nothing
 	// Tools restricts discovery to these tools (nil: all of DiscoveryTools).
 	Tools []string
 }
@@ -98,7 +98,7 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 			consider(Source{Path: filepath.Join(o.Home, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeUser})
 		}
 		if want(ToolVSCode) {
-			consider(Source{Path: vscodeUserFile(o.Home, lookup), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser})
+			consider(Source{Path: vscodeUserFile(runtime.GOOS, o.Home, lookup), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser})
 		}
 	}
 
@@ -164,9 +164,19 @@ func projectDirs(cwd string) []string {
 	}
 }
 
-// vscodeUserFile is VS Code's user-profile mcp.json.
-func vscodeUserFile(home string, lookup Lookup) string {
-	if runtime.GOOS == "darwin" {
+// vscodeUserFile is VS Code's user-profile mcp.json on goos: in the
+// folder of VS Code's user settings, %APPDATA%\Code\User on Windows,
+// ~/Library/Application Support/Code/User on macOS, and
+// $XDG_CONFIG_HOME/Code/User (~/.config/Code/User) elsewhere.
+func vscodeUserFile(goos, home string, lookup Lookup) string {
+	switch goos {
+	case "windows":
+		base := filepath.Join(home, "AppData", "Roaming")
+		if a, ok := lookup("APPDATA"); ok && filepath.IsAbs(a) {
+			base = a
+		}
+		return filepath.Join(base, "Code", "User", "mcp.json")
+	case "darwin":
 		return filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json")
 	}
 	base := filepath.Join(home, ".config")
