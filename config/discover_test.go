@@ -84,7 +84,9 @@ command = "from-codex-user"
 func TestDiscoverFindsEveryTool(t *testing.T) {
 	home, root, cwd := homeAndProject(t)
 	env := MapLookup(map[string]string{"HOME": home})
-	found, looked := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env})
+	// The project's files are trusted here (TestProjectTrust is about
+	// what is not).
+	found, looked := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, TrustProject: true})
 	var got []string
 	for _, s := range found {
 		got = append(got, s.Describe())
@@ -257,7 +259,7 @@ func TestDiscoverCursorProjectTwoUp(t *testing.T) {
   }
 }`)
 	env := MapLookup(map[string]string{"HOME": home, "CURSOR_TEST_KEY": "k-123"})
-	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, Tools: []string{ToolCursor}})
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, Tools: []string{ToolCursor}, TrustProject: true})
 	if len(found) != 1 || found[0].Path != path || found[0].Scope != ScopeProject || found[0].Tool != ToolCursor {
 		t.Fatalf("found %+v, want %s in Cursor's project scope", found, path)
 	}

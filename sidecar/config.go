@@ -32,7 +32,7 @@ func loadConfig(p *protocol.InitializeParams, env config.Lookup) (*config.Loaded
 			return nil, configParamsError(bad)
 		}
 		home, _ := env("HOME")
-		found, _ := config.Discover(config.DiscoverOptions{Home: home, Cwd: d.Cwd, Env: env, Tools: d.Sources})
+		found, _ := config.Discover(config.DiscoverOptions{Home: home, Cwd: d.Cwd, Env: env, Tools: d.Sources, TrustProject: d.TrustProject})
 		sources = append(sources, found...)
 	}
 	sources = append(sources, config.FileSources(p.ConfigFiles)...)
@@ -84,7 +84,11 @@ func configReport(l *config.Loaded) protocol.ConfigReport {
 	for _, s := range l.Sources {
 		r.Sources = append(r.Sources, protocol.ConfigSource{
 			Path: s.Path, Tool: s.Tool, Scope: s.Scope, Project: s.Project, Servers: append([]string{}, s.Servers...),
+			Untrusted: s.Untrusted,
 		})
+	}
+	for _, u := range l.Untrusted {
+		r.Untrusted = append(r.Untrusted, protocol.ConfigUntrusted{Server: u.Server, Source: originOf(u.Source), Reason: u.Reason, Declined: u.Declined})
 	}
 	for _, rp := range l.Replaced {
 		r.Replaced = append(r.Replaced, protocol.ConfigReplacement{Server: rp.Server, By: originOf(rp.By), Over: originOf(rp.Over)})

@@ -123,6 +123,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	for _, w := range loaded.Warnings {
 		s.logger.Info("config warning", "problem", w.Error())
 	}
+	for _, u := range loaded.Untrusted {
+		s.logger.Info("project server not trusted, not started", "server", u.Server, "file", u.Source.Path, "reason", u.Reason)
+	}
 	servers := loaded.Servers
 	env := &environment{
 		servers:      servers,

@@ -169,7 +169,9 @@ func Call(ctx context.Context, env Env, args []string) int {
 			for _, e := range l.invalid(server) {
 				fmt.Fprintln(stderr, "config error:", e.Error())
 			}
-			if len(l.invalid(server)) == 0 {
+			if note := l.untrustedNote(server); note != "" {
+				fmt.Fprintln(stderr, "mcp-sidecar call:", note)
+			} else if len(l.invalid(server)) == 0 {
 				l.describeSources(stderr)
 				msg := fmt.Sprintf("no server %q in the config (servers: %s)", server, strings.Join(l.names, ", "))
 				if hint := suggest.Closest(server, l.names); hint != "" {

@@ -49,6 +49,10 @@ func serverSession(ctx context.Context, env Env, cmd string, src *serverFlags, o
 		return nil, nil, usageError(env, cmd, err), false
 	}
 	for _, n := range only {
+		if note := l.untrustedNote(n); note != "" {
+			fmt.Fprintf(stderr, "mcp-sidecar %s: %s\n", cmd, note)
+			return nil, nil, exitFailure, false
+		}
 		if l.servers[n] == nil {
 			l.describeSources(stderr)
 			fmt.Fprintf(stderr, "mcp-sidecar %s: no valid server %q in the config (servers: %s)\n", cmd, n, strings.Join(l.names, ", "))

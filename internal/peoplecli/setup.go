@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,73 @@ type loaded struct {
 	servers map[string]*config.ServerConfig // the valid ones
 	names   []string                        // every server name, valid or not, sorted
 	cwd     string
+	// trustProject runs the project's servers no recorded approval
+	// covers (--trust-project).
+	trustProject bool
+}
+
+// untrusted are the project servers that no recorded approval covers
+// and no other definition of the name replaces: found, not started.
+func (l *loaded) untrusted() []config.Untrusted {
+	var out []config.Untrusted
+	for _, u := range l.cfg.Untrusted {
+		if l.cfg.Servers[u.Server] == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// untrustedNote explains why server name is not started when a project
+// file defines it and no approval covers it; "" otherwise.
+func (l *loaded) untrustedNote(name string) string {
+	for _, u := range l.untrusted() {
+		if u.Server == name {
+			return fmt.Sprintf("server %q of %s is not trusted (%s): %s", name, u.Source.Describe(), u.Reason, trustFix([]config.Untrusted{u}))
+		}
+	}
+	return ""
+}
+
+// trustFix says how to run the servers us: approve them in their tool,
+// or pass --trust-project; one the user declined in Claude Code only by
+// undoing that.
+func trustFix(us []config.Untrusted) string {
+	var how []string
+	open, declined := 0, false
+	for _, u := range us {
+		if u.Declined {
+			declined = true
+			continue
+		}
+		open++
+		h := ""
+		switch u.Source.Tool {
+		case config.ToolCodex:
+			h = "trust the project in Codex"
+		case config.ToolClaude:
+			h = "approve %s in Claude Code"
+		}
+		if h != "" && !slices.Contains(how, h) {
+			how = append(how, h)
+		}
+	}
+	them := "them"
+	if open == 1 {
+		them = "it"
+	}
+	var parts []string
+	if open > 0 {
+		fix := "pass --trust-project to run " + them + " this once"
+		if len(how) > 0 {
+			fix = strings.ReplaceAll(strings.Join(how, " or "), "%s", them) + ", or " + fix
+		}
+		parts = append(parts, fix)
+	}
+	if declined {
+		parts = append(parts, "a server declined in Claude Code runs once it is taken out of disabledMcpjsonServers")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // invalid reports the errors of server name's definition.
@@ -48,11 +116,12 @@ func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
 // files (--config), or one server given on the command line (--command or
 // --url, with --header and --name), else the files discovery finds.
 type serverFlags struct {
-	config  []string
-	command string
-	url     string
-	headers []string
-	name    string
+	config       []string
+	command      string
+	url          string
+	headers      []string
+	name         string
+	trustProject bool
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -61,15 +130,19 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "try a Streamable HTTP server without a config: its `URL`")
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
 	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
+	fs.BoolVar(&f.trustProject, "trust-project", false, "run this once the servers of the project's own files that you have not approved in their tool")
 }
 
 // load reads the configuration the flags name.
 func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.trustProject && (len(f.config) > 0 || f.command != "" || f.url != "") {
+		return nil, fmt.Errorf("--trust-project is for the files found in the project; --config, --command and --url are always used")
+	}
 	if f.command == "" && f.url == "" {
 		if len(f.headers) > 0 || f.name != "" {
 			return nil, fmt.Errorf("--header and --name go with --command or --url")
 		}
-		return loadConfig(env, f.config), nil
+		return loadConfig(env, f.config, f.trustProject), nil
 	}
 	if f.command != "" && f.url != "" {
 		return nil, fmt.Errorf("give --command or --url, not both")
@@ -231,12 +304,12 @@ func serverName(s, fallback string) string {
 
 // loadConfig reads the --config files, or the files discovery finds, with
 // the loader the sidecar's initialize uses.
-func loadConfig(env Env, files []string) *loaded {
-	l := &loaded{given: files, cwd: env.Cwd}
+func loadConfig(env Env, files []string, trustProject bool) *loaded {
+	l := &loaded{given: files, cwd: env.Cwd, trustProject: trustProject}
 	if len(files) > 0 {
 		l.sources = config.FileSources(files)
 	} else {
-		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup})
+		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup, TrustProject: trustProject})
 	}
 	l.cfg = config.Load(l.sources, nil, env.lookup)
 	l.servers = l.cfg.Valid()
@@ -260,8 +333,12 @@ func (l *loaded) describeSources(w io.Writer) {
 			switch {
 			case r.Err != nil:
 				line += ": cannot be used (below)"
+			case len(r.Servers) > 0 && len(r.Untrusted) > 0:
+				line += ": " + strings.Join(r.Servers, ", ") + "; not trusted: " + strings.Join(r.Untrusted, ", ")
 			case len(r.Servers) > 0:
 				line += ": " + strings.Join(r.Servers, ", ")
+			case len(r.Untrusted) > 0:
+				line += ": not trusted: " + strings.Join(r.Untrusted, ", ")
 			default:
 				line += ": no servers"
 			}
@@ -295,7 +372,11 @@ func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[strin
 	case l.given != nil:
 		p["configFiles"] = l.given
 	default:
-		p["configDiscovery"] = map[string]any{"cwd": l.cwd}
+		d := map[string]any{"cwd": l.cwd}
+		if l.trustProject {
+			d["trustProject"] = true
+		}
+		p["configDiscovery"] = d
 	}
 	if cacheDir != "" {
 		p["cacheDir"] = cacheDir

@@ -101,9 +101,17 @@ func Tools(ctx context.Context, env Env, args []string) int {
 		status = exitFailure
 	}
 	names := slices.Clone([]string(only))
+	for _, u := range l.untrusted() {
+		if len(names) == 0 || slices.Contains(names, u.Server) {
+			fmt.Fprintln(stderr, "mcp-sidecar tools:", l.untrustedNote(u.Server))
+		}
+	}
 	for _, n := range names {
 		if l.servers[n] != nil {
 			continue
+		}
+		if l.untrustedNote(n) != "" {
+			return exitFailure // said above
 		}
 		if slices.Contains(l.names, n) {
 			fmt.Fprintf(stderr, "mcp-sidecar tools: server %q has config errors (above)\n", n)
