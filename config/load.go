@@ -25,7 +25,7 @@ const maxConfigFileSize = 16 << 20
 // Each server has Source "initialize". It returns the valid servers, and the
 // problems of the others as Errors.
 func ParseInline(data json.RawMessage) (map[string]*ServerConfig, error) {
-	r := parseInline(data)
+	r := parseInline(data, InlineSource)
 	return r.valid(), r.errs.asError()
 }
 
@@ -57,15 +57,16 @@ func (r parsed) valid() map[string]*ServerConfig {
 	return out
 }
 
-func parseInline(data json.RawMessage) parsed {
+// parseInline parses inline servers, naming their source name.
+func parseInline(data json.RawMessage, name string) parsed {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return parsed{servers: map[string]*ServerConfig{}}
 	}
-	perr := checkJSONShape(InlineSource, trimmed, 0, len(trimmed), true)
+	perr := checkJSONShape(name, trimmed, 0, len(trimmed), true)
 	var top any
 	if perr == nil {
-		top, perr = decodeJSON(InlineSource, trimmed)
+		top, perr = decodeJSON(name, trimmed)
 	}
 	if perr != nil {
 		perr.Key = "servers"
@@ -73,10 +74,10 @@ func parseInline(data json.RawMessage) parsed {
 	}
 	obj, ok := top.(map[string]any)
 	if !ok {
-		return failed(&Error{File: InlineSource, Key: "servers", Message: "expected an object mapping server names to settings"})
+		return failed(&Error{File: name, Key: "servers", Message: "expected an object mapping server names to settings"})
 	}
-	return decodeServers(obj, nil, func(name string) *serverDecoder {
-		return &serverDecoder{dialect: dialectInline, file: InlineSource, name: name}
+	return decodeServers(obj, nil, func(server string) *serverDecoder {
+		return &serverDecoder{dialect: dialectInline, file: name, name: server}
 	})
 }
 
@@ -390,6 +391,14 @@ func (l *Loaded) Names() []string { return sortedKeys(l.Servers) }
 // Nothing stops it: a source that cannot be read or parsed is reported
 // and the others still load.
 func Load(sources []Source, inline json.RawMessage, env Lookup) *Loaded {
+	return LoadAs(sources, inline, InlineSource, env)
+}
+
+// LoadAs is Load with the inline servers' source named inlineName (in
+// their Source, their errors' File and the messages that name where a
+// server is defined) rather than InlineSource: the commands for people
+// name a server given with --command "the command line".
+func LoadAs(sources []Source, inline json.RawMessage, inlineName string, env Lookup) *Loaded {
 	l := &Loaded{Servers: map[string]*ServerConfig{}}
 	from := map[string]Source{}
 	merge := func(src Source, r parsed) {
@@ -419,8 +428,8 @@ func Load(sources []Source, inline json.RawMessage, env Lookup) *Loaded {
 	for _, src := range sources {
 		merge(src, loadSource(src, env))
 	}
-	if r := parseInline(inline); len(r.servers) > 0 || len(r.errs) > 0 {
-		merge(Source{Path: InlineSource}, r)
+	if r := parseInline(inline, inlineName); len(r.servers) > 0 || len(r.errs) > 0 {
+		merge(Source{Path: inlineName}, r)
 	}
 	return l
 }

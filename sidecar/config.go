@@ -15,7 +15,9 @@ import (
 // a file that does not parse does not fail initialize (the server is
 // invalid, the file is reported); only params that are malformed do, and
 // the error's data lists the problems.
-func loadConfig(p *protocol.InitializeParams, env config.Lookup) (*config.Loaded, error) {
+//
+// inlineName names initialize.servers in problems and messages.
+func loadConfig(p *protocol.InitializeParams, env config.Lookup, inlineName string) (*config.Loaded, error) {
 	var sources []config.Source
 	if d := p.ConfigDiscovery; d != nil {
 		var bad []*config.Error
@@ -36,12 +38,12 @@ func loadConfig(p *protocol.InitializeParams, env config.Lookup) (*config.Loaded
 		sources = append(sources, found...)
 	}
 	sources = append(sources, config.FileSources(p.ConfigFiles)...)
-	l := config.Load(sources, p.Servers, env)
+	l := config.LoadAs(sources, p.Servers, inlineName, env)
 	// initialize.servers that is not an object of servers is malformed
 	// params, not a configuration to report.
 	var bad []*config.Error
 	for _, e := range l.Errors {
-		if e.File == config.InlineSource && e.Server == "" {
+		if e.File == inlineName && e.Server == "" {
 			bad = append(bad, e)
 		}
 	}

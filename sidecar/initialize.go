@@ -112,7 +112,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	loaded, err := loadConfig(&p, s.opts.Env)
+	inlineName := s.opts.InlineSource
+	if inlineName == "" {
+		inlineName = config.InlineSource
+	}
+	loaded, err := loadConfig(&p, s.opts.Env, inlineName)
 	if err != nil {
 		return result{}, err
 	}

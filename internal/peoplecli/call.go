@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
@@ -262,7 +263,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	})
 
 	if callErr != nil {
-		return fail(ctx, stderr, "call", describeRPCError(callErr))
+		return fail(ctx, stderr, "call", callError(callErr, server, tool, *timeout))
 	}
 	var res struct {
 		Content    []json.RawMessage `json:"content"`
@@ -287,6 +288,18 @@ func Call(ctx context.Context, env Env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// callError is a failed call's error for people. The sidecar names the
+// bound it applied as the host gave it (timeoutMs): for a person it is
+// --timeout.
+func callError(err error, server, tool string, timeout time.Duration) error {
+	err = describeRPCError(err)
+	var re *rpcError
+	if errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0 {
+		return fmt.Errorf("tool %q of server %q did not answer within %s (--timeout)", tool, server, timeout)
+	}
+	return err
 }
 
 func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool) {

@@ -147,3 +147,46 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestServerNames: a server given with --command is named after the
+// package or program it runs, not its last argument; one given with --url
+// after its host, and a loopback address is localhost and the port.
+func TestServerNames(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"npx -y @modelcontextprotocol/server-filesystem /work":                             "server-filesystem",
+		"npx -y @upstash/context7-mcp@latest":                                              "context7-mcp",
+		"npx -p @x/pkg mcp-cmd --port 3":                                                   "mcp-cmd",
+		"uvx mcp-server-git --repository .":                                                "mcp-server-git",
+		"uvx --from mcp-server-x mcp-x":                                                    "mcp-x",
+		"uv run --with mcp server.py":                                                      "server",
+		"python -m mcp_server_time --local-timezone UTC":                                   "mcp_server_time",
+		"node /opt/servers/weather.js":                                                     "weather",
+		"docker run -i --rm -e GITHUB_TOKEN ghcr.io/github/github-mcp-server:latest stdio": "github-mcp-server",
+		"/usr/local/bin/my-server --verbose":                                               "my-server",
+		"mcp-sidecar example-server":                                                       "mcp-sidecar",
+		"npx":                                                                              "npx",
+	} {
+		words, err := splitWords(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nameFromCommand(words); got != want {
+			t.Errorf("--command %q: named %q, want %q", cmd, got, want)
+		}
+	}
+	for u, want := range map[string]string{
+		"https://mcp.linear.app/mcp":        "linear",
+		"https://api.githubcopilot.com/mcp": "githubcopilot",
+		"https://example.com/mcp":           "example",
+		"http://127.0.0.1:9":                "localhost-9",
+		"http://localhost/mcp":              "localhost",
+		"http://[::1]:8080/mcp":             "localhost-8080",
+		"http://10.0.0.5:3000/mcp":          "10-0-0-5-3000",
+		"http://myhost:3000/mcp":            "myhost",
+		"not a url":                         "server",
+	} {
+		if got := nameFromURL(u); got != want {
+			t.Errorf("--url %q: named %q, want %q", u, got, want)
+		}
+	}
+}

@@ -125,20 +125,23 @@ func Resources(ctx context.Context, env Env, args []string) int {
 			}
 			var res json.RawMessage
 			err := sess.h.call(ctx, protocol.MethodResourcesRead, protocol.ResourcesReadParams{SessionID: sess.id, Server: servers[0], URI: fs.Arg(1)}, &res)
-			if err == nil && w != nil {
+			if err != nil {
+				return nil, fmt.Errorf("server %q could not read %s: %w", servers[0], fs.Arg(1), err)
+			}
+			if w != nil {
 				printContents(w, res)
 			}
-			return res, err
+			return res, nil
 		}
-		method, member := protocol.MethodResourcesList, "resources"
+		method, member, what := protocol.MethodResourcesList, "resources", "resources"
 		if sub == "templates" {
-			method, member = protocol.MethodResourceTemplates, "resourceTemplates"
+			method, member, what = protocol.MethodResourceTemplates, "resourceTemplates", "resource templates"
 		}
 		out := map[string]json.RawMessage{}
 		for _, srv := range servers {
 			var res json.RawMessage
 			if err := sess.h.call(ctx, method, protocol.ServerRequestParams{SessionID: sess.id, Server: srv, All: true}, &res); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("listing the %s of server %q: %w", what, srv, err)
 			}
 			out[srv] = res
 			if w != nil {
@@ -185,7 +188,7 @@ func Prompts(ctx context.Context, env Env, args []string) int {
 		for _, srv := range servers {
 			var res json.RawMessage
 			if err := sess.h.call(ctx, protocol.MethodPromptsList, protocol.ServerRequestParams{SessionID: sess.id, Server: srv, All: true}, &res); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("listing the prompts of server %q: %w", srv, err)
 			}
 			lists[srv] = res
 		}
@@ -214,10 +217,13 @@ func Prompts(ctx context.Context, env Env, args []string) int {
 		}
 		var res json.RawMessage
 		err := sess.h.call(ctx, protocol.MethodPromptsGet, protocol.PromptsGetParams{SessionID: sess.id, Server: on[0], Name: name, Arguments: promptArgs}, &res)
-		if err == nil && w != nil {
+		if err != nil {
+			return nil, fmt.Errorf("server %q could not give prompt %q: %w", on[0], name, err)
+		}
+		if w != nil {
 			printPromptMessages(w, res)
 		}
-		return res, err
+		return res, nil
 	})
 }
 

@@ -173,7 +173,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 		return nil, err
 	}
 	if s.init, err = s.h.initialize(ctx, init); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("could not start the servers: %w", err))
 	}
 	open := map[string]any{"startup": "eager", "cwd": env.Cwd}
 	if opts.lazy {
@@ -184,7 +184,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	}
 	var opened protocol.SessionOpenResult
 	if err := s.h.call(ctx, protocol.MethodSessionOpen, open, &opened); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("could not start the servers: %w", err))
 	}
 	s.id, s.opened = opened.SessionID, opened.Servers
 	if opts.progress != nil {
@@ -226,13 +226,13 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 		Servers []protocol.ServerCatalog `json:"servers"`
 	}
 	if err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res); err != nil {
-		return toolsListing{}, err
+		return toolsListing{}, fmt.Errorf("listing the tools: %w", err)
 	}
 	out := toolsListing{Servers: res.Servers, Tools: make([]listedTool, 0, len(res.Tools))}
 	for _, raw := range res.Tools {
 		var t protocol.Tool
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return toolsListing{}, fmt.Errorf("tools/list: a tool is not an object: %w", err)
+			return toolsListing{}, fmt.Errorf("listing the tools: a tool is not an object: %w", err)
 		}
 		out.Tools = append(out.Tools, listedTool{Tool: t, Raw: raw})
 	}
@@ -241,8 +241,10 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 
 func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, error) {
 	var res protocol.ServersStatusResult
-	err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res)
-	return res, err
+	if err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res); err != nil {
+		return res, fmt.Errorf("reading the servers' state: %w", err)
+	}
+	return res, nil
 }
 
 // capabilityOf reads the sandbox capability from a server's reported MCP

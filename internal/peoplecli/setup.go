@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -186,7 +187,7 @@ func (f *serverFlags) load(env Env) (*loaded, error) {
 		return nil, err
 	}
 	l := &loaded{inline: inline, cwd: env.Cwd}
-	l.cfg = config.Load(nil, inline, env.lookup)
+	l.cfg = config.LoadAs(nil, inline, commandLine, env.lookup)
 	l.servers = l.cfg.Valid()
 	l.names = l.cfg.Names()
 	return l, nil
@@ -254,35 +255,102 @@ func splitWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// nameFromCommand names a server given by --command: its package or
-// script (the last word that is not a flag), without a version.
+// nameFromCommand names a server given by --command after what it runs:
+// the package or script a launcher is given (npx -y @x/server-filesystem
+// /work is server-filesystem; python -m mcp_server_time is
+// mcp_server_time; docker run -i --rm ghcr.io/o/github-mcp-server is
+// github-mcp-server), else the program itself.
 func nameFromCommand(words []string) string {
-	name := words[0]
-	for _, w := range words[1:] {
-		if !strings.HasPrefix(w, "-") {
-			name = w
+	program := trimExt(filepath.Base(words[0]))
+	if !launchers[program] {
+		return serverName(program, "server")
+	}
+	rest := words[1:]
+	if len(rest) > 0 && launcherVerbs[rest[0]] {
+		rest = rest[1:] // uv run, npm exec, pnpm dlx, docker run, go run
+	}
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		switch {
+		case w == "-m" && i+1 < len(rest): // python -m module
+			return serverName(rest[i+1], "server")
+		case valueFlags[w]:
+			i++ // the flag's value
+		case strings.HasPrefix(w, "-"):
+		default:
+			return serverName(packageName(w), "server")
 		}
 	}
-	name = filepath.Base(name)
-	if i := strings.LastIndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
-	return serverName(name, "server")
+	return serverName(program, "server")
 }
 
-// nameFromURL names a server given by --url after its host.
+// launchers run the package or script their first word that is not a
+// flag names.
+var launchers = map[string]bool{
+	"npx": true, "bunx": true, "pnpx": true, "npm": true, "pnpm": true, "yarn": true,
+	"uvx": true, "uv": true, "pipx": true, "python": true, "python3": true,
+	"node": true, "deno": true, "bun": true, "tsx": true, "go": true, "docker": true, "podman": true,
+}
+
+// launcherVerbs are the subcommands of launchers that run something.
+var launcherVerbs = map[string]bool{"run": true, "exec": true, "dlx": true, "x": true, "tool": true}
+
+// valueFlags are launchers' flags whose value is the next word.
+var valueFlags = map[string]bool{
+	"-p": true, "--package": true, "--with": true, "--from": true, "--python": true,
+	"-e": true, "--env": true, "--env-file": true, "-v": true, "--volume": true, "--mount": true,
+	"--name": true, "--network": true, "-w": true, "--workdir": true, "-u": true, "--user": true,
+	"--platform": true, "--entrypoint": true, "-l": true, "--label": true,
+}
+
+// packageName is the name in a package, script or image reference: its
+// last path element without version, tag or extension.
+func packageName(ref string) string {
+	name := filepath.Base(ref)
+	if i := strings.LastIndexByte(name, '@'); i > 0 {
+		name = name[:i] // pkg@1.2.3
+	}
+	if i := strings.IndexByte(name, ':'); i > 0 {
+		name = name[:i] // image:tag
+	}
+	return trimExt(name)
+}
+
+func trimExt(name string) string {
+	switch ext := filepath.Ext(name); ext {
+	case ".js", ".mjs", ".cjs", ".ts", ".py", ".exe", ".cmd", ".bat":
+		return strings.TrimSuffix(name, ext)
+	}
+	return name
+}
+
+// nameFromURL names a server given by --url after its host: mcp.linear.app
+// is linear, api.example.com example; a loopback or IP address, which says
+// nothing of the server, is localhost or the address, with the port.
 func nameFromURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
 		return "server"
 	}
 	host := u.Hostname()
-	if parts := strings.Split(host, "."); len(parts) > 2 && parts[0] == "mcp" {
-		host = parts[1]
-	} else {
-		host = parts[0]
+	if ip := net.ParseIP(host); ip != nil || host == "localhost" {
+		name := host
+		if host == "localhost" || ip.IsLoopback() {
+			name = "localhost"
+		}
+		if port := u.Port(); port != "" {
+			name += "-" + port
+		}
+		return serverName(strings.NewReplacer(".", "-", ":", "-").Replace(name), "server")
 	}
-	return serverName(host, "server")
+	labels := strings.Split(host, ".")
+	if len(labels) > 1 {
+		labels = labels[:len(labels)-1] // the top-level domain
+	}
+	for len(labels) > 1 && slices.Contains([]string{"mcp", "api", "www", "server"}, labels[0]) {
+		labels = labels[1:]
+	}
+	return serverName(labels[0], "server")
 }
 
 // serverName makes s a valid server name (letters, digits, '_', '-').

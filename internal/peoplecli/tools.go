@@ -243,7 +243,7 @@ func searchTools(ctx context.Context, stdout io.Writer, stderr io.Writer, sess *
 	var res protocol.ToolsSearchResult
 	err := sess.h.call(ctx, protocol.MethodToolsSearch, protocol.ToolsSearchParams{SessionID: sess.id, Query: query, Limit: limit}, &res)
 	if err != nil {
-		return fail(ctx, stderr, "tools", err)
+		return fail(ctx, stderr, "tools", fmt.Errorf("searching the tools: %w", err))
 	}
 	if asJSON {
 		if err := writeJSON(stdout, res); err != nil {
