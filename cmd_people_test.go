@@ -83,7 +83,7 @@ func TestCmdDoctorStrictAndWarnings(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("a failed server that is not required: want exit 0: %s", r)
 	}
-	for _, want := range []string{"ready (warning)", "Warnings:\n  noisy: works, but printed 1 lines on stdout that are not JSON-RPC (skipped); the first:\n    noisy v1 listening on stdio\n"} {
+	for _, want := range []string{"ready (warning)", "Warnings:\n  noisy: works, but printed 1 line on stdout that is not JSON-RPC (skipped); the first:\n    noisy v1 listening on stdio\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

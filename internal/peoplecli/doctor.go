@@ -235,7 +235,8 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	}
 	var sess *session
 	if len(l.servers) > 0 {
-		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr})
+		// The Warnings below the table say what the server printed on stdout.
+		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr, quietStdout: true})
 		if err != nil {
 			return fail(ctx, stderr, "doctor", err)
 		}
@@ -443,7 +444,12 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 	if len(warned) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, s := range warned {
-			fmt.Fprintf(w, "  %s: works, but printed %d lines on stdout that are not JSON-RPC (skipped); the first:\n    %s\n", s.Name, s.SkippedStdoutLines, s.FirstSkippedStdoutLine)
+			verb := "are"
+			if s.SkippedStdoutLines == 1 {
+				verb = "is"
+			}
+			fmt.Fprintf(w, "  %s: works, but printed %s on stdout that %s not JSON-RPC (skipped); the first:\n    %s\n",
+				s.Name, plural(int64(s.SkippedStdoutLines), "line"), verb, s.FirstSkippedStdoutLine)
 			fmt.Fprintln(w, "    A server must print only JSON-RPC on stdout; logs belong on stderr.")
 		}
 	}

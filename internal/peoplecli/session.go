@@ -24,8 +24,11 @@ type sessionOptions struct {
 	lazy bool
 	// progress, if set, sees each server's startup.
 	progress progress
-	// logOut receives the sidecar's own warnings.
-	logOut *lockedWriter
+	// logOut receives the sidecar's own warnings; quietStdout leaves out
+	// those about servers' non-JSON stdout lines, for a command that
+	// reports them itself.
+	logOut      *lockedWriter
+	quietStdout bool
 	// authorize, when set, is the host's part of OAuth: the session
 	// declares capabilities.authorization and it answers mcp/authorize.
 	// authorizationTimeout bounds a flow (0: the sidecar's default).
@@ -110,6 +113,9 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	complete := make(chan struct{})
 	var completeOnce sync.Once
 	s.h = startHost(ctx, env, opts.logOut, onRequest)
+	if opts.quietStdout {
+		s.h.log.setQuietStdout()
+	}
 	if _, live := opts.progress.(*ttyProgress); live {
 		// Lines printed now would break the live display: they follow it.
 		s.h.log.hold()
