@@ -294,3 +294,44 @@ func TestCmdDoctorProjectTrust(t *testing.T) {
 		t.Errorf("--trust-project started (-want +got):\n%s", diff)
 	}
 }
+
+// TestCmdExitPolicy: a command fails for a config error of a server it
+// uses, and shows but does not count one of a server it does not: tools
+// lists every server unless --server narrows it, call uses the tool's
+// server, doctor checks everything. Before, tools --server failed for
+// another server's error while call did not.
+func TestCmdExitPolicy(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t,
+		server{name: "idx", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Def: json.RawMessage(searchTool), Behavior: fixture.BehaviorEcho}}}},
+		server{name: "bad", spec: fixture.Spec{}, extra: map[string]any{"url": "http://127.0.0.1:9/mcp"}},
+	)
+	const shown = `server "bad": key "url": both command and url are set`
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"tools"}, 1},
+		{[]string{"tools", "--server", "idx"}, 0},
+		{[]string{"call", "idx", "search", "query=x"}, 0},
+		{[]string{"call", "search", "query=x"}, 0},
+		{[]string{"call", "bad", "search", "query=x"}, 1},
+		{[]string{"doctor"}, 1},
+	} {
+		r := runCmd(t, nil, append(tc.args, "--config", cfg)...)
+		if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, shown) {
+			t.Errorf("%q: want exit %d and %q shown: %s", tc.args, tc.code, shown, r)
+		}
+	}
+}
+
+// TestCmdDoctorEveryServerInvalid: with no server to start, doctor still
+// judges the launcher. Before, it printed an empty "Launcher:" line.
+func TestCmdDoctorEveryServerInvalid(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "bad", spec: fixture.Spec{}, extra: map[string]any{"url": "http://127.0.0.1:9/mcp"}})
+	r := runCmd(t, nil, "doctor", "--config", cfg)
+	if want := "\nLauncher: unavailable (none given; try --launcher PATH)\n"; r.code != 1 || !strings.Contains(r.stdout, want) {
+		t.Errorf("want exit 1 and %q: %s", want, r)
+	}
+}

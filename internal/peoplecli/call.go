@@ -51,7 +51,9 @@ codex/sandbox-state; the policy is sent as the bytes in FILE.
 
 Servers that ask the user (elicitation) or for roots are told the host
 handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
-error or an isError result, 2 for a bad command line, 130 when interrupted.
+error or an isError result (a config error or failed startup of another
+server is shown and does not count), 2 for a bad command line, 130 when
+interrupted.
 
 Examples:
   mcp-sidecar call github search_issues query="is:open label:bug" limit=5
@@ -83,7 +85,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	stateFile := fs.String("sandbox-state", "", "`FILE` holding the call's sandbox policy, one JSON value (\"-\": stdin)")
 	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
-	timeout := fs.Duration("timeout", 0, "call timeout (default: the server's tool_timeout_sec)")
+	timeout := fs.Duration("timeout", 0, "how long the call may take, a `DURATION` such as 30s (default: the server's tool_timeout_sec)")
 	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
@@ -163,6 +165,11 @@ func Call(ctx context.Context, env Env, args []string) int {
 	l, err := src.load(env)
 	if err != nil {
 		return usage("%v", err)
+	}
+	for _, e := range l.problems() {
+		if e.Server != server || server == "" {
+			fmt.Fprintln(stderr, "config error:", e.Error())
+		}
 	}
 	var only []string
 	if server != "" {

@@ -19,7 +19,8 @@ import (
 )
 
 // DoctorDoc is doctor's help text.
-const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--command CMD | --url URL] [--launcher PATH] [--strict] [--json]
+const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--command "CMD ARGS..." | --url URL] [--launcher PATH]
+                          [--strict] [--trust-project] [--json]
 
 Checks the MCP servers a harness would get from your config files, the way
 the sidecar runs them. Without --config it finds the files of the tools you
@@ -234,7 +235,9 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		defer prog.finish()
 	}
 	var sess *session
-	if len(l.servers) > 0 {
+	// Also with no server to start: the session's initialize judges the
+	// launcher, which the report shows whatever the servers.
+	if len(l.names) > 0 || len(rep.Untrusted) > 0 {
 		// The Warnings below the table say what the server printed on stdout.
 		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr, quietStdout: true})
 		if err != nil {

@@ -65,6 +65,9 @@ type session struct {
 	mu      sync.Mutex
 	runs    map[string]*serverRun
 	summary protocol.StartupCompleteParams
+	// notReady is set by readyServers when a server of the session did
+	// not start.
+	notReady bool
 }
 
 func (s *session) run(name string) *serverRun {

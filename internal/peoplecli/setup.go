@@ -113,6 +113,20 @@ func (l *loaded) invalid(name string) []*config.Error {
 func (l *loaded) problems() config.Errors { return l.cfg.Errors }
 func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
 
+// usedProblems are the config errors that count for a command using the
+// servers only (nil: every server): those of its servers and, when it
+// uses them all, those of whole files. The others are shown and do not
+// change its exit status.
+func (l *loaded) usedProblems(only []string) config.Errors {
+	var out config.Errors
+	for _, e := range l.problems() {
+		if only == nil || slices.Contains(only, e.Server) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // serverFlags say which servers a command for people uses: the config
 // files (--config), or one server given on the command line (--command or
 // --url, with --header and --name), else the files discovery finds.

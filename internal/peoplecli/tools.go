@@ -36,8 +36,10 @@ cache, as it does in a harness.
 Config files are as for doctor. By default every enabled server is started;
 --cached starts lazily instead (the mcp_lazy_stdio_startup feature), so a
 stdio server with a cached catalog stays dormant and its cached tools are
-listed. Config errors and startup failures go to stderr; the exit status is
-1 if there were any, 2 for a bad command line.
+listed. Config errors and startup failures go to stderr. Exit status: 0
+when every server listed has a valid config and started, 1 when one of them
+does not (with --server, a config error of another server is shown and does
+not count), 2 for a bad command line, 130 when interrupted.
 
 --search ranks the catalog for QUERY as a harness's tools/search does and
 prints the best --limit tools (default 5) with their score and the first
@@ -98,6 +100,8 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	for _, e := range l.problems() {
 		fmt.Fprintln(stderr, "config error:", e.Error())
+	}
+	if len(l.usedProblems(only)) > 0 {
 		status = exitFailure
 	}
 	names := slices.Clone([]string(only))
