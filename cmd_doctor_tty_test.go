@@ -312,3 +312,53 @@ func TestBinaryNoisyServerOnTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestBinaryDoctorTerminal: the real binary's doctor on a terminal draws
+// the live display in place (cursor up, clear line) while its servers
+// start, ends it with each server's outcome, and exits 1 with --strict
+// when one of them failed (0 without).
+func TestBinaryDoctorTerminal(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	cfg := writeConfig(t,
+		server{name: "alpha", spec: fixture.Spec{ToolCount: 1}},
+		server{name: "beta", spec: fixture.Spec{ExitAtStart: true}},
+	)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"doctor", "--config", cfg}, 0},
+		{[]string{"doctor", "--strict", "--config", cfg}, 1},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120")
+		master, err := pty.Start(cmd)
+		if err != nil {
+			t.Skipf("no pseudo-terminals here: %v", err)
+		}
+		screen := readScreen(master)
+		err = cmd.Wait()
+		screen.waitClosed(t)
+		master.Close()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out := screen.String()
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d:\n%q", tc.args, code, tc.code, out)
+		}
+		if !strings.Contains(out, "\x1b[2A") || !strings.Contains(out, "\r\x1b[2K") {
+			t.Errorf("%q: not redrawn in place:\n%q", tc.args, out)
+		}
+		for _, want := range []string{"alpha  ready", "1 tool\r\n", "beta   FAILED", "SERVER  TRANSPORT"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%q: the terminal lacks %q:\n%q", tc.args, want, out)
+			}
+		}
+	}
+}

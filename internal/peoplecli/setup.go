@@ -513,7 +513,7 @@ func readCache(env Env, dir, name string, cfg *config.ServerConfig) cacheState {
 func (c cacheState) short(now time.Time) string {
 	switch c.State {
 	case "hit":
-		return fmt.Sprintf("hit, %d tools, %s old", c.Tools, age(now.Sub(c.ListedAt)))
+		return fmt.Sprintf("hit, %s, %s old", plural(int64(c.Tools), "tool"), age(now.Sub(c.ListedAt)))
 	case "unusable":
 		return "unusable"
 	}

@@ -213,7 +213,7 @@ func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time)
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s, %s, catalog %s, %d tools; disk cache: %s)\n", s.Name, s.Transport, s.State, s.Catalog, s.Tools, s.Cache.short(now))
+		fmt.Fprintf(w, "%s (%s, %s, catalog %s, %s; disk cache: %s)\n", s.Name, s.Transport, s.State, s.Catalog, plural(int64(s.Tools), "tool"), s.Cache.short(now))
 		if s.Cache.State == "unusable" {
 			fmt.Fprintf(w, "  cache: %s\n", s.Cache.Reason)
 		}
