@@ -52,8 +52,8 @@ codex/sandbox-state; the policy is sent as the bytes in FILE.
 Servers that ask the user (elicitation) or for roots are told the host
 handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
 error or an isError result (a config error or failed startup of another
-server is shown and does not count), 2 for a bad command line, 130 when
-interrupted.
+server does not count: 'mcp-sidecar doctor' shows those), 2 for a bad
+command line, 130 when interrupted.
 
 Examples:
   mcp-sidecar call github search_issues query="is:open label:bug" limit=5
@@ -165,11 +165,6 @@ func Call(ctx context.Context, env Env, args []string) int {
 	l, err := src.load(env)
 	if err != nil {
 		return usage("%v", err)
-	}
-	for _, e := range l.problems() {
-		if e.Server != server || server == "" {
-			fmt.Fprintln(stderr, "config error:", e.Error())
-		}
 	}
 	var only []string
 	if server != "" {
