@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,7 +164,7 @@ func tableRows(t *testing.T, out, header string) map[string][]string {
 }
 
 func TestCmdHelp(t *testing.T) {
-	for _, cmd := range []string{"doctor", "tools", "call", "probe-launcher"} {
+	for _, cmd := range []string{"doctor", "tools", "call", "resources", "prompts", "login", "logout", "probe-launcher"} {
 		t.Run(cmd, func(t *testing.T) {
 			for _, args := range [][]string{{cmd, "--help"}, {cmd, "-h"}, {"help", cmd}} {
 				r := runCmd(t, nil, args...)
@@ -176,6 +177,17 @@ func TestCmdHelp(t *testing.T) {
 					if !strings.Contains(out, want) {
 						t.Errorf("%v: output lacks %q:\n%s", args, want, out)
 					}
+				}
+				// The usage line and the list of flags spell each flag alike.
+				usage, flags, _ := strings.Cut(out, "\nFlags:\n")
+				usage, _, _ = strings.Cut(usage, "\n\n")
+				for _, f := range regexp.MustCompile(`--[a-z-]+( [A-Z]+)?`).FindAllString(usage, -1) {
+					if !regexp.MustCompile(`(?m)^ +(-[a-z], )?` + regexp.QuoteMeta(f) + `( |$)`).MatchString(flags) {
+						t.Errorf("%v: the usage line has %q, the list of flags does not:\n%s", args, f, out)
+					}
+				}
+				if strings.Contains(flags, "[=") {
+					t.Errorf("%v: flags spelt with [=...]:\n%s", args, flags)
 				}
 			}
 		})

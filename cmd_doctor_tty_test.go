@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,6 +228,137 @@ func TestBinaryCommandLineErrors(t *testing.T) {
 		}
 		if stderr.String() != tc.want || stdout.Len() != 0 {
 			t.Errorf("%q: stderr %q, want %q (stdout %q)", tc.args, stderr.String(), tc.want, stdout.String())
+		}
+	}
+}
+
+// waitClosed waits until the terminal's other end is closed and all that
+// was written to it is read.
+func (s *screenReader) waitClosed(t *testing.T) {
+	t.Helper()
+	stop := time.AfterFunc(30*time.Second, func() {
+		s.mu.Lock()
+		s.done = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done {
+		s.cond.Wait()
+	}
+}
+
+// TestBinaryNoisyServerOnTerminal: the real binary with a server that
+// prints lines that are not JSON-RPC on stdout while the live display is
+// drawn. tools says so in words after the display (never inside it,
+// where the redraw would overwrite it), doctor says it once in its
+// Warnings, and neither shows slog's attribute names. Before, such a
+// line read "warn: server "noisy": skipped a non-JSON line ... (line: ...;
+// skipped: 1; not_logged_before: 0)" and doctor printed it besides its
+// Warnings.
+func TestBinaryNoisyServerOnTerminal(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	cfg := writeConfig(t,
+		server{name: "noisy", spec: fixture.Spec{ToolCount: 1, BannerLines: []string{"noisy v1 listening on stdio"}}},
+		server{name: "quiet", spec: fixture.Spec{ToolCount: 1}},
+	)
+	attrNames := regexp.MustCompile(`not_logged|skipped:|line:|server=|level=|session=`)
+	for _, tc := range []struct {
+		cmd  string
+		want []string // in order, after the display
+	}{
+		{"tools", []string{`warning: server "noisy" printed a line on stdout that is not JSON-RPC (skipped): noisy v1 listening on stdio`, "noisy (stdio, ready"}},
+		{"doctor", []string{"Warnings:\r\n  noisy: works, but printed 1 line on stdout that is not JSON-RPC (skipped); the first:\r\n    noisy v1 listening on stdio\r\n"}},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.cmd, "--config", cfg)
+			cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120")
+			master, err := pty.Start(cmd)
+			if err != nil {
+				t.Skipf("no pseudo-terminals here: %v", err)
+			}
+			defer master.Close()
+			screen := readScreen(master)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("exit: %v", err)
+			}
+			screen.waitClosed(t)
+			out := screen.String()
+			lastRedraw := strings.LastIndex(out, "\r\x1b[2K")
+			if lastRedraw < 0 || !strings.Contains(out, "noisy  ready") {
+				t.Fatalf("no live display:\n%q", out)
+			}
+			at := lastRedraw
+			for _, want := range tc.want {
+				i := strings.Index(out[at:], want)
+				if i < 0 {
+					t.Errorf("after the display, the terminal lacks %q:\n%q", want, out)
+					break
+				}
+				at += i + len(want)
+			}
+			if i := strings.Index(out, "warning:"); i >= 0 && i < lastRedraw {
+				t.Errorf("a log line inside the live display:\n%q", out)
+			}
+			if tc.cmd == "doctor" && strings.Contains(out, "warning:") {
+				t.Errorf("doctor repeats its Warnings as a log line:\n%q", out)
+			}
+			if m := attrNames.FindAllString(out, -1); len(m) > 0 {
+				t.Errorf("attribute names %q on the terminal:\n%q", m, out)
+			}
+		})
+	}
+}
+
+// TestBinaryDoctorTerminal: the real binary's doctor on a terminal draws
+// the live display in place (cursor up, clear line) while its servers
+// start, ends it with each server's outcome, and exits 1 with --strict
+// when one of them failed (0 without).
+func TestBinaryDoctorTerminal(t *testing.T) {
+	isolate(t)
+	bin := binary(t)
+	cfg := writeConfig(t,
+		server{name: "alpha", spec: fixture.Spec{ToolCount: 1}},
+		server{name: "beta", spec: fixture.Spec{ExitAtStart: true}},
+	)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"doctor", "--config", cfg}, 0},
+		{[]string{"doctor", "--strict", "--config", cfg}, 1},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120")
+		master, err := pty.Start(cmd)
+		if err != nil {
+			t.Skipf("no pseudo-terminals here: %v", err)
+		}
+		screen := readScreen(master)
+		err = cmd.Wait()
+		screen.waitClosed(t)
+		master.Close()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out := screen.String()
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d:\n%q", tc.args, code, tc.code, out)
+		}
+		if !strings.Contains(out, "\x1b[2A") || !strings.Contains(out, "\r\x1b[2K") {
+			t.Errorf("%q: not redrawn in place:\n%q", tc.args, out)
+		}
+		for _, want := range []string{"alpha  ready", "1 tool\r\n", "beta   FAILED", "SERVER  TRANSPORT"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%q: the terminal lacks %q:\n%q", tc.args, want, out)
+			}
 		}
 	}
 }

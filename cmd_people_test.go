@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
@@ -82,7 +83,7 @@ func TestCmdDoctorStrictAndWarnings(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("a failed server that is not required: want exit 0: %s", r)
 	}
-	for _, want := range []string{"ready (warning)", "Warnings:\n  noisy: works, but printed 1 lines on stdout that are not JSON-RPC (skipped); the first:\n    noisy v1 listening on stdio\n"} {
+	for _, want := range []string{"ready (warning)", "Warnings:\n  noisy: works, but printed 1 line on stdout that is not JSON-RPC (skipped); the first:\n    noisy v1 listening on stdio\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -113,8 +114,9 @@ func TestCmdDoctorDiscovery(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"type": "stdio", "command": c.Command, "args": c.Args, "env": c.Env})
 		return string(b)
 	}
+	// The user approved the project's .mcp.json servers in Claude Code.
 	writeFile(t, filepath.Join(home, ".claude.json"), `{"mcpServers": {"shared": `+entry("shared")+`},
-"projects": {"`+root+`": {"mcpServers": {"mine": `+entry("mine")+`}}}}`, 0o600)
+"projects": {"`+root+`": {"mcpServers": {"mine": `+entry("mine")+`}, "enabledMcpjsonServers": ["shared", "bad"]}}}`, 0o600)
 	writeFile(t, filepath.Join(root, ".mcp.json"), `{"mcpServers": {"shared": `+entry("shared")+`, "bad": {"command": "x", "url": "http://h/mcp"}}}`, 0o600)
 	t.Chdir(cwd)
 	r := runCmd(t, nil, "doctor")
@@ -206,5 +208,131 @@ func TestBinaryServersWithoutConfig(t *testing.T) {
 				t.Errorf("doctor %v does not name the URL at all:\n%s", extra, out)
 			}
 		}
+	}
+}
+
+// TestCmdDoctorProjectTrust: in a freshly cloned repository, doctor finds
+// the servers of its .mcp.json and .cursor/mcp.json and does not start
+// them (no approval in Claude Code, none readable for Cursor): it lists
+// them as untrusted with the reason and the fix, and --trust-project runs
+// them. A command naming one says why it is not there.
+func TestCmdDoctorProjectTrust(t *testing.T) {
+	isolate(t)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pids := t.TempDir()
+	entry := func(name string) string {
+		c := fixture.Config(name, fixture.Spec{ToolCount: 1, PIDFile: filepath.Join(pids, name)})
+		b, _ := json.Marshal(map[string]any{"command": c.Command, "args": c.Args, "env": c.Env})
+		return string(b)
+	}
+	writeFile(t, filepath.Join(root, ".mcp.json"), `{"mcpServers": {"repo-srv": `+entry("repo-srv")+`}}`, 0o600)
+	if err := os.MkdirAll(filepath.Join(root, ".cursor"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, ".cursor", "mcp.json"), `{"mcpServers": {"cursor-srv": `+entry("cursor-srv")+`}}`, 0o600)
+	t.Chdir(root)
+	started := func() []string {
+		entries, _ := os.ReadDir(pids)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	r := runCmd(t, nil, "doctor")
+	if r.code != 0 {
+		t.Errorf("untrusted servers are not a failure: %s", r)
+	}
+	for _, want := range []string{
+		"  " + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope): not trusted: repo-srv\n",
+		"\nNot trusted (servers of the project's own files, not started):\n" +
+			"  cursor-srv: " + filepath.Join(root, ".cursor", "mcp.json") + " (Cursor, project scope): Cursor records no approval of project servers that mcp-sidecar can read\n" +
+			"  repo-srv: " + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope): not approved in Claude Code, whose trust dialog was not accepted for this project\n" +
+			"  Approve them in Claude Code, or pass --trust-project to run them this once.\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	rows := tableRows(t, r.stdout, "SERVER  ")
+	for _, name := range []string{"cursor-srv", "repo-srv"} {
+		if row := rows[name]; len(row) < 3 || row[2] != "untrusted" {
+			t.Errorf("row %s = %q, want untrusted", name, row)
+		}
+	}
+	if s := started(); len(s) != 0 {
+		t.Errorf("started %v before any approval", s)
+	}
+
+	r = runCmd(t, nil, "tools", "--server", "repo-srv")
+	want := `mcp-sidecar tools: server "repo-srv" of ` + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope) is not trusted (not approved in Claude Code, whose trust dialog was not accepted for this project): approve it in Claude Code, or pass --trust-project to run it this once\n"
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("tools --server repo-srv: want exit 1 and %q: %s", want, r)
+	}
+
+	r = runCmd(t, nil, "doctor", "--trust-project", "--json")
+	var rep struct {
+		Untrusted []any `json:"untrusted"`
+		Servers   []struct{ Name, Status string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("%v: %s", err, r)
+	}
+	for _, s := range rep.Servers {
+		if s.Status != "ready" {
+			t.Errorf("--trust-project: %s is %s", s.Name, s.Status)
+		}
+	}
+	if len(rep.Untrusted) != 0 || len(rep.Servers) != 2 {
+		t.Errorf("--trust-project: %+v", rep)
+	}
+	if diff := cmp.Diff([]string{"cursor-srv", "repo-srv"}, started()); diff != "" {
+		t.Errorf("--trust-project started (-want +got):\n%s", diff)
+	}
+}
+
+// TestCmdExitPolicy: a command fails for a config error of a server it
+// uses and not for one of a server it does not (a listing shows it):
+// tools lists every server unless --server narrows it, call uses the
+// tool's server, doctor checks everything. Before, tools --server failed for
+// another server's error while call did not.
+func TestCmdExitPolicy(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t,
+		server{name: "idx", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Def: json.RawMessage(searchTool), Behavior: fixture.BehaviorEcho}}}},
+		server{name: "bad", spec: fixture.Spec{}, extra: map[string]any{"url": "http://127.0.0.1:9/mcp"}},
+	)
+	const shown = `server "bad": key "url": both command and url are set`
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		shown bool
+	}{
+		{[]string{"tools"}, 1, true},
+		{[]string{"tools", "--server", "idx"}, 0, true},
+		{[]string{"call", "idx", "search", "query=x"}, 0, false},
+		{[]string{"call", "search", "query=x"}, 0, false},
+		{[]string{"call", "bad", "search", "query=x"}, 1, true},
+		{[]string{"doctor"}, 1, true},
+	} {
+		r := runCmd(t, nil, append(tc.args, "--config", cfg)...)
+		if r.code != tc.code || strings.Contains(r.stdout+r.stderr, shown) != tc.shown {
+			t.Errorf("%q: want exit %d, %q shown %v: %s", tc.args, tc.code, shown, tc.shown, r)
+		}
+	}
+}
+
+// TestCmdDoctorEveryServerInvalid: with no server to start, doctor still
+// judges the launcher. Before, it printed an empty "Launcher:" line.
+func TestCmdDoctorEveryServerInvalid(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "bad", spec: fixture.Spec{}, extra: map[string]any{"url": "http://127.0.0.1:9/mcp"}})
+	r := runCmd(t, nil, "doctor", "--config", cfg)
+	if want := "\nLauncher: unavailable (none given; try --launcher PATH)\n"; r.code != 1 || !strings.Contains(r.stdout, want) {
+		t.Errorf("want exit 1 and %q: %s", want, r)
 	}
 }

@@ -99,7 +99,7 @@ func TestCmdTools(t *testing.T) {
 	}
 	for _, want := range []string{
 		"alpha (stdio, ready, catalog live, 2 tools; disk cache: hit, 2 tools, ",
-		"beta (stdio, ready, catalog live, 1 tools; disk cache: hit, 3 tools, ",
+		"beta (stdio, ready, catalog live, 1 tool; disk cache: hit, 3 tools, ",
 		"  search()\n      Search the things\n",
 		"  fetch()\n",
 		"  tool_1(x?: string)\n      generated tool 1\n",

@@ -230,3 +230,59 @@ func TestInlineFileLevelKeys(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+// TestCodexKeysAcceptedWithAWarning: keys Codex accepts that the sidecar
+// does not act on, or acts on differently, keep their server and say so:
+// a header helper, ChatGPT authentication, a remote environment variable
+// or environment, and a timeout of 0 (which in Codex times out at once;
+// here the default applies).
+func TestCodexKeysAcceptedWithAWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+		check            func(*ServerConfig) bool
+	}{
+		{"http_headers_helper", `url = "https://h/mcp"
+http_headers_helper = "print-headers --json"`,
+			`key "http_headers_helper": ignored: mcp-sidecar does not run header helpers; the headers it would print are not sent`,
+			func(c *ServerConfig) bool { return c.HTTPHeadersHelper == "print-headers --json" }},
+		{"auth chatgpt", `url = "https://h/mcp"
+auth = "chatgpt"`,
+			`key "auth": "chatgpt" needs a ChatGPT session, which mcp-sidecar does not have; it connects as with "oauth"`,
+			func(c *ServerConfig) bool { return c.Auth == "chatgpt" }},
+		{"env_vars remote", `command = "x"
+env_vars = [{ name = "TOKEN", source = "remote" }]`,
+			`key "env_vars[0].source": "remote" is for Codex's remote environments; mcp-sidecar takes TOKEN from its own environment`,
+			func(c *ServerConfig) bool { return len(c.EnvVars) == 1 && c.EnvVars[0] == "TOKEN" }},
+		{"environment_id", `command = "x"
+environment_id = "cloud-1"`,
+			`key "environment_id": mcp-sidecar starts every server on this machine (environment "cloud-1" is Codex's)`,
+			func(c *ServerConfig) bool { return c.EnvironmentID == "cloud-1" }},
+		{"startup_timeout_sec = 0", `command = "x"
+startup_timeout_sec = 0`,
+			`key "startup_timeout_sec": 0 would make Codex time out every startup at once; mcp-sidecar uses the default, 30 s`,
+			func(c *ServerConfig) bool { return c.StartupTimeout() == DefaultStartupTimeout }},
+		{"startup_timeout_ms = 0", `command = "x"
+startup_timeout_ms = 0`,
+			`key "startup_timeout_ms": 0 would make Codex time out every startup at once; mcp-sidecar uses the default, 30 s`,
+			func(c *ServerConfig) bool { return c.StartupTimeout() == DefaultStartupTimeout }},
+		{"tool_timeout_sec = 0", `command = "x"
+tool_timeout_sec = 0`,
+			`key "tool_timeout_sec": 0 would make Codex time out every call at once; mcp-sidecar uses the default, 120 s`,
+			func(c *ServerConfig) bool { return c.ToolTimeout() == DefaultToolTimeout }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "config.toml", "[mcp_servers.a]\n"+tc.body+"\n")
+			l := Load(FileSources([]string{path}), nil, MapLookup(nil))
+			c := l.Servers["a"]
+			if len(l.Errors) > 0 || c == nil || !c.Valid() {
+				t.Fatalf("errors %v; server %+v", l.Errors, c)
+			}
+			if diff := cmp.Diff(path+`: server "a": `+tc.want, l.Warnings.Error()); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if !tc.check(c) {
+				t.Errorf("server %+v", c)
+			}
+		})
+	}
+}

@@ -312,17 +312,17 @@ command = "x"`, nil,
 		{"bad readiness, timeouts, protocol version", "c.toml", `[mcp_servers.a]
 command = "x"
 startup_readiness = "tools"
-startup_timeout_sec = 0
+startup_timeout_sec = -0.5
 tool_timeout_sec = -1
 protocol_version = "2025-13-01"`, nil,
-			`F: server "a": key "startup_timeout_sec": must be a number of seconds greater than 0
-F: server "a": key "tool_timeout_sec": must be a number of seconds greater than 0
+			`F: server "a": key "startup_timeout_sec": must be a number of seconds, 0 or more
+F: server "a": key "tool_timeout_sec": must be a number of seconds, 0 or more
 F: server "a": key "startup_readiness": must be "connection" or "catalog"
 F: server "a": key "protocol_version": must be a date like "2025-11-25"`},
 		{"infinite timeout", "c.toml", `[mcp_servers.a]
 command = "x"
 startup_timeout_sec = inf`, nil,
-			`F: server "a": key "startup_timeout_sec": must be a number of seconds greater than 0`},
+			`F: server "a": key "startup_timeout_sec": must be a number of seconds, 0 or more`},
 		{"bad url scheme", "c.toml", `[mcp_servers.a]
 url = "ftp://user:` + secret + `@h/mcp"`, nil,
 			`F: server "a": key "url": must be an http:// or https:// URL with a host`},

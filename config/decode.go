@@ -213,20 +213,23 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 	case "startup_timeout_sec":
 		if f, ok := sd.number(key, v); ok {
 			c.StartupTimeoutSec = &f
+			sd.zeroTimeout(key, f, "startup", DefaultStartupTimeout)
 		}
 	case "startup_timeout_ms":
 		// Codex's older spelling; startup_timeout_sec wins when both are set.
 		if f, ok := sd.number(key, v); ok {
-			if !(f > 0) {
-				sd.errorf(key, "must be a number of milliseconds greater than 0")
+			if !(f >= 0) {
+				sd.errorf(key, "must be a number of milliseconds, 0 or more")
 				return
 			}
 			sec := f / 1000
 			sd.timeout = &sec
+			sd.zeroTimeout(key, f, "startup", DefaultStartupTimeout)
 		}
 	case "tool_timeout_sec":
 		if f, ok := sd.number(key, v); ok {
 			c.ToolTimeoutSec = &f
+			sd.zeroTimeout(key, f, "call", DefaultToolTimeout)
 		}
 	case "default_tools_approval_mode":
 		c.DefaultToolsApprovalMode, _ = sd.enum(key, v, ApprovalModes())
@@ -280,6 +283,15 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 		}
 	default:
 		sd.unknown(key)
+	}
+}
+
+// zeroTimeout warns of a timeout of 0. Codex accepts it and then gives up
+// on every startup (or call) at once; mcp-sidecar accepts it too, so as
+// not to lose the server, and uses the default instead (seconds).
+func (sd *serverDecoder) zeroTimeout(key string, v float64, what string, def time.Duration) {
+	if v == 0 {
+		sd.warnf(key, "0 would make Codex time out every %s at once; mcp-sidecar uses the default, %g s", what, def.Seconds())
 	}
 }
 

@@ -33,9 +33,13 @@ const (
 type DiscoverOptions struct {
 	Home string // the user's home directory
 	Cwd  string // absolute; project files are found from here up to the repository root
-	Env  Lookup // for CODEX_HOME and XDG_CONFIG_HOME; nil finds nothing
+	Env  Lookup // for CODEX_HOME, XDG_CONFIG_HOME and APPDATA; nil finds nothing
 	// Tools restricts discovery to these tools (nil: all of DiscoveryTools).
 	Tools []string
+	// TrustProject approves the servers of every project file that the
+	// user did not decline in its tool (see Trust): the caller vouches for
+	// the project, as a person does with --trust-project.
+	TrustProject bool
 }
 
 // Discover finds the config files of the MCP clients people use, in the
@@ -59,6 +63,10 @@ type DiscoverOptions struct {
 // searched. found are the sources where something is (a file, or
 // anything else there, which Load reports); looked are all the places
 // considered, for saying where nothing was found.
+//
+// Each project-scope source carries its tool's recorded approval (Trust):
+// Codex's trust of the project, Claude Code's approvals of .mcp.json
+// servers; Cursor and VS Code record none the sidecar can read.
 func Discover(o DiscoverOptions) (found, looked []Source) {
 	want := func(tool string) bool { return o.Tools == nil || slices.Contains(o.Tools, tool) }
 	lookup := o.Env
@@ -79,16 +87,17 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 		}
 	}
 
-	claudeJSON := ""
+	claudeJSON, codexUser := "", ""
 	if o.Home != "" {
 		claudeJSON = filepath.Join(o.Home, ".claude.json")
 	}
-	if want(ToolCodex) {
-		if ch, ok := lookup("CODEX_HOME"); ok && ch != "" {
-			consider(Source{Path: filepath.Join(ch, "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser})
-		} else if o.Home != "" {
-			consider(Source{Path: filepath.Join(o.Home, ".codex", "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser})
-		}
+	if ch, ok := lookup("CODEX_HOME"); ok && ch != "" {
+		codexUser = filepath.Join(ch, "config.toml")
+	} else if o.Home != "" {
+		codexUser = filepath.Join(o.Home, ".codex", "config.toml")
+	}
+	if want(ToolCodex) && codexUser != "" {
+		consider(Source{Path: codexUser, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser})
 	}
 	if o.Home != "" {
 		if want(ToolClaude) {
@@ -98,33 +107,33 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 			consider(Source{Path: filepath.Join(o.Home, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeUser})
 		}
 		if want(ToolVSCode) {
-			consider(Source{Path: vscodeUserFile(o.Home, lookup), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser})
+			consider(Source{Path: vscodeUserFile(runtime.GOOS, o.Home, lookup), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser})
 		}
 	}
 
 	dirs := projectDirs(o.Cwd)
+	trust := newTrustReader(o, codexUser, claudeJSON, dirs)
 	for _, dir := range dirs {
 		if want(ToolCodex) {
-			consider(Source{Path: filepath.Join(dir, ".codex", "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeProject})
+			consider(Source{Path: filepath.Join(dir, ".codex", "config.toml"), Format: FormatCodex, Tool: ToolCodex, Scope: ScopeProject, Trust: trust.codex(dir)})
 		}
 		if want(ToolClaude) {
-			consider(Source{Path: filepath.Join(dir, ".mcp.json"), Format: FormatMCPServers, Tool: ToolClaude, Scope: ScopeProject})
+			consider(Source{Path: filepath.Join(dir, ".mcp.json"), Format: FormatMCPServers, Tool: ToolClaude, Scope: ScopeProject, Trust: trust.claudeProjectScope()})
 		}
 		if want(ToolCursor) {
-			consider(Source{Path: filepath.Join(dir, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeProject})
+			consider(Source{Path: filepath.Join(dir, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeProject, Trust: trust.none(ToolCursor)})
 		}
 		if want(ToolVSCode) {
-			consider(Source{Path: filepath.Join(dir, ".vscode", "mcp.json"), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeProject})
+			consider(Source{Path: filepath.Join(dir, ".vscode", "mcp.json"), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeProject, Trust: trust.none(ToolVSCode)})
 		}
 	}
 
 	if want(ToolClaude) && claudeJSON != "" {
-		projects := claudeProjects(claudeJSON)
 		for _, dir := range dirs {
 			src := Source{Path: claudeJSON, Format: FormatClaudeLocal, Tool: ToolClaude, Scope: ScopeLocal, Project: dir}
 			looked = append(looked, src)
-			if key, ok := projects[dir]; ok {
-				src.Project = key // as the file spells it
+			if p, ok := trust.claudeAt(dir); ok && p.servers {
+				src.Project = p.key // as the file spells it
 				found = append(found, src)
 			}
 		}
@@ -164,9 +173,19 @@ func projectDirs(cwd string) []string {
 	}
 }
 
-// vscodeUserFile is VS Code's user-profile mcp.json.
-func vscodeUserFile(home string, lookup Lookup) string {
-	if runtime.GOOS == "darwin" {
+// vscodeUserFile is VS Code's user-profile mcp.json on goos: in the
+// folder of VS Code's user settings, %APPDATA%\Code\User on Windows,
+// ~/Library/Application Support/Code/User on macOS, and
+// $XDG_CONFIG_HOME/Code/User (~/.config/Code/User) elsewhere.
+func vscodeUserFile(goos, home string, lookup Lookup) string {
+	switch goos {
+	case "windows":
+		base := filepath.Join(home, "AppData", "Roaming")
+		if a, ok := lookup("APPDATA"); ok && filepath.IsAbs(a) {
+			base = a
+		}
+		return filepath.Join(base, "Code", "User", "mcp.json")
+	case "darwin":
 		return filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json")
 	}
 	base := filepath.Join(home, ".config")
@@ -174,36 +193,6 @@ func vscodeUserFile(home string, lookup Lookup) string {
 		base = x
 	}
 	return filepath.Join(base, "Code", "User", "mcp.json")
-}
-
-// claudeProjects returns the project directories of ~/.claude.json that
-// define MCP servers, cleaned, mapped to the key as the file spells it. A
-// file that cannot be read or parsed has none here; Load reports it when
-// it reads the user scope.
-func claudeProjects(path string) map[string]string {
-	data, problem := readBounded(path, maxConfigFileSize)
-	if problem != "" {
-		return nil
-	}
-	if checkJSONSyntax(path, data) != nil {
-		return nil
-	}
-	start, end, ok := lastJSONMember(data, 0, len(data), "projects")
-	if !ok {
-		return nil
-	}
-	out := map[string]string{}
-	eachJSONMember(data, start, end, func(dir string, s, t int) {
-		delete(out, filepath.Clean(dir)) // of a key given twice the last counts
-		from, to, ok := lastJSONMember(data, s, t, "mcpServers")
-		if !ok {
-			return
-		}
-		if v := data[from:to]; string(v) != "null" && !emptyJSONObject(v) {
-			out[filepath.Clean(dir)] = dir
-		}
-	})
-	return out
 }
 
 // emptyJSONObject reports whether v is "{}", blanks allowed inside.

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // homeAndProject lays out a temporary HOME and a repository with a
@@ -81,7 +84,9 @@ command = "from-codex-user"
 func TestDiscoverFindsEveryTool(t *testing.T) {
 	home, root, cwd := homeAndProject(t)
 	env := MapLookup(map[string]string{"HOME": home})
-	found, looked := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env})
+	// The project's files are trusted here (TestProjectTrust is about
+	// what is not).
+	found, looked := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, TrustProject: true})
 	var got []string
 	for _, s := range found {
 		got = append(got, s.Describe())
@@ -177,5 +182,143 @@ func TestDiscoverOptions(t *testing.T) {
 	found, _ = Discover(DiscoverOptions{Cwd: sub, Tools: []string{ToolClaude}})
 	if len(found) != 1 || found[0].Path != filepath.Join(sub, ".mcp.json") {
 		t.Errorf("outside a repository: %v", found)
+	}
+}
+
+// TestDiscoverCodexUserFile: the Codex config.toml with every key of
+// Codex's reference is found where Codex looks for it, ~/.codex in a
+// temporary HOME or $CODEX_HOME when set, and loads exactly as the same
+// file named explicitly.
+func TestDiscoverCodexUserFile(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		codexHome bool
+	}{
+		{"~/.codex/config.toml", false},
+		{"$CODEX_HOME/config.toml", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			vars := testEnv()
+			vars["HOME"] = home
+			dir := filepath.Join(home, ".codex")
+			if tc.codexHome {
+				dir = t.TempDir()
+				vars["CODEX_HOME"] = dir
+				// Codex reads only $CODEX_HOME then: a ~/.codex beside it is not looked at.
+				writeFile(t, home, ".codex/config.toml", "[mcp_servers.stale]\ncommand = \"x\"\n")
+			}
+			path := writeFile(t, dir, "config.toml", everyCodexKey)
+			env := MapLookup(vars)
+			found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env})
+			want := []Source{{Path: path, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser}}
+			if diff := cmp.Diff(want, found); diff != "" {
+				t.Fatalf("found (-want +got):\n%s", diff)
+			}
+			l := Load(found, nil, env)
+			if len(l.Errors) > 0 || len(l.Warnings) > 0 {
+				t.Fatalf("errors %v, warnings %v", l.Errors, l.Warnings)
+			}
+			byPath := Load(FileSources([]string{path}), nil, env)
+			ignoreOrigin := cmpopts.IgnoreFields(ServerConfig{}, "Origin")
+			if diff := cmp.Diff(byPath.Servers, l.Servers, ignoreOrigin); diff != "" {
+				t.Errorf("discovered differs from loaded by path (-path +discovered):\n%s", diff)
+			}
+			if got := l.Names(); !slices.Equal(got, []string{"docs", "github"}) {
+				t.Errorf("servers %v", got)
+			}
+		})
+	}
+}
+
+// TestDiscoverCursorProjectTwoUp: a project's .cursor/mcp.json two
+// directories above the working directory, as Cursor's documentation
+// writes one (a stdio server with ${env:...} and ${workspaceFolder}, and a
+// remote one with headers), is found in the project scope and loads with
+// the repository root as the workspace folder.
+func TestDiscoverCursorProjectTwoUp(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	cwd := filepath.Join(root, "packages", "web")
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, root, ".cursor/mcp.json", `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}"],
+      "env": {"API_KEY": "${env:CURSOR_TEST_KEY}"}
+    },
+    "remote": {
+      "url": "https://mcp.example.com/mcp",
+      "headers": {"Authorization": "Bearer ${env:CURSOR_TEST_KEY}"}
+    }
+  }
+}`)
+	env := MapLookup(map[string]string{"HOME": home, "CURSOR_TEST_KEY": "k-123"})
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, Tools: []string{ToolCursor}, TrustProject: true})
+	if len(found) != 1 || found[0].Path != path || found[0].Scope != ScopeProject || found[0].Tool != ToolCursor {
+		t.Fatalf("found %+v, want %s in Cursor's project scope", found, path)
+	}
+	l := Load(found, nil, env)
+	if len(l.Errors) > 0 || len(l.Warnings) > 0 {
+		t.Fatalf("errors %v, warnings %v", l.Errors, l.Warnings)
+	}
+	fs, remote := l.Servers["filesystem"], l.Servers["remote"]
+	if fs == nil || remote == nil {
+		t.Fatalf("servers %v", l.Names())
+	}
+	if diff := cmp.Diff([]string{"-y", "@modelcontextprotocol/server-filesystem", root}, fs.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if fs.Env["API_KEY"] != "k-123" || remote.HTTPHeaders["Authorization"] != "Bearer k-123" {
+		t.Errorf("env %v, headers %v", fs.Env, remote.HTTPHeaders)
+	}
+}
+
+// TestVSCodeUserFile: VS Code's user mcp.json is in the folder of its user
+// settings on each platform, and is found there.
+func TestVSCodeUserFile(t *testing.T) {
+	home := "/home/u"
+	for _, tc := range []struct {
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"windows", map[string]string{"APPDATA": "/roam"}, filepath.Join("/roam", "Code", "User", "mcp.json")},
+		{"windows", nil, filepath.Join(home, "AppData", "Roaming", "Code", "User", "mcp.json")},
+		{"darwin", nil, filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json")},
+		{"linux", nil, filepath.Join(home, ".config", "Code", "User", "mcp.json")},
+		{"linux", map[string]string{"XDG_CONFIG_HOME": "/xdg"}, filepath.Join("/xdg", "Code", "User", "mcp.json")},
+		{"linux", map[string]string{"XDG_CONFIG_HOME": "relative"}, filepath.Join(home, ".config", "Code", "User", "mcp.json")},
+	} {
+		if got := vscodeUserFile(tc.goos, home, MapLookup(tc.env)); got != tc.want {
+			t.Errorf("%s %v: %s, want %s", tc.goos, tc.env, got, tc.want)
+		}
+	}
+
+	// On this platform, in a temporary HOME, as VS Code writes the file
+	// (MCP: Open User Configuration): JSONC, servers and inputs.
+	home = t.TempDir()
+	env := MapLookup(map[string]string{"HOME": home, "APPDATA": filepath.Join(home, "AppData", "Roaming")})
+	path := vscodeUserFile(runtime.GOOS, home, env)
+	writeFile(t, filepath.Dir(path), "mcp.json", `{
+	"servers": {
+		// added with MCP: Add Server
+		"fetch": {"type": "stdio", "command": "uvx", "args": ["mcp-server-fetch"]},
+	},
+	"inputs": []
+}`)
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env, Tools: []string{ToolVSCode}})
+	want := []Source{{Path: path, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser}}
+	if diff := cmp.Diff(want, found); diff != "" {
+		t.Fatalf("found (-want +got):\n%s", diff)
+	}
+	l := Load(found, nil, env)
+	if c := l.Servers["fetch"]; c == nil || !c.Valid() || c.Command != "uvx" || len(l.Warnings) > 0 {
+		t.Errorf("fetch %+v; warnings %v", c, l.Warnings)
 	}
 }

@@ -40,7 +40,7 @@ func TestDiscoverReportsWhatIsNotAFile(t *testing.T) {
 	// A path through a file is nothing there: .cursor is a file here.
 	writeFile(t, root, ".cursor", "")
 
-	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd})
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, TrustProject: true})
 	var paths []string
 	for _, s := range found {
 		paths = append(paths, s.Path)

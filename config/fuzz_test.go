@@ -137,6 +137,6 @@ func FuzzParseInline(f *testing.F) {
 		if err != nil && !errors.As(err, &errs) {
 			t.Fatalf("error %T is not Errors: %v", err, err)
 		}
-		checkFuzzResult(t, data, InlineSource, parseInline(json.RawMessage(data)))
+		checkFuzzResult(t, data, InlineSource, parseInline(json.RawMessage(data), InlineSource))
 	})
 }

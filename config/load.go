@@ -25,7 +25,7 @@ const maxConfigFileSize = 16 << 20
 // Each server has Source "initialize". It returns the valid servers, and the
 // problems of the others as Errors.
 func ParseInline(data json.RawMessage) (map[string]*ServerConfig, error) {
-	r := parseInline(data)
+	r := parseInline(data, InlineSource)
 	return r.valid(), r.errs.asError()
 }
 
@@ -37,6 +37,9 @@ type parsed struct {
 	warnings Errors
 	// fileLevel holds Codex's top-level OAuth keys, applied to each server.
 	fileLevel map[string]any
+	// untrusted are the servers the source's Trust does not approve
+	// (Source left empty): not decoded, not in servers.
+	untrusted []Untrusted
 }
 
 func failed(e *Error) parsed {
@@ -54,15 +57,16 @@ func (r parsed) valid() map[string]*ServerConfig {
 	return out
 }
 
-func parseInline(data json.RawMessage) parsed {
+// parseInline parses inline servers, naming their source name.
+func parseInline(data json.RawMessage, name string) parsed {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return parsed{servers: map[string]*ServerConfig{}}
 	}
-	perr := checkJSONShape(InlineSource, trimmed, 0, len(trimmed), true)
+	perr := checkJSONShape(name, trimmed, 0, len(trimmed), true)
 	var top any
 	if perr == nil {
-		top, perr = decodeJSON(InlineSource, trimmed)
+		top, perr = decodeJSON(name, trimmed)
 	}
 	if perr != nil {
 		perr.Key = "servers"
@@ -70,10 +74,10 @@ func parseInline(data json.RawMessage) parsed {
 	}
 	obj, ok := top.(map[string]any)
 	if !ok {
-		return failed(&Error{File: InlineSource, Key: "servers", Message: "expected an object mapping server names to settings"})
+		return failed(&Error{File: name, Key: "servers", Message: "expected an object mapping server names to settings"})
 	}
-	return decodeServers(obj, func(name string) *serverDecoder {
-		return &serverDecoder{dialect: dialectInline, file: InlineSource, name: name}
+	return decodeServers(obj, nil, func(server string) *serverDecoder {
+		return &serverDecoder{dialect: dialectInline, file: name, name: server}
 	})
 }
 
@@ -131,6 +135,9 @@ type Source struct {
 	Scope string `json:"scope,omitempty"`
 	// Project is the project directory of a Claude Code local scope.
 	Project string `json:"project,omitempty"`
+	// Trust is the recorded approval of a project-scope source, which
+	// Discover sets; nil approves every server (the user's own files).
+	Trust *Trust `json:"-"`
 }
 
 // Describe names the source for people: its path, and whose scope it is.
@@ -173,12 +180,13 @@ func parseSource(src Source, data []byte, env Lookup) parsed {
 		format = FormatCodex
 	}
 	if format == FormatCodex {
-		return parseTOML(path, filepath.Dir(abs), data)
+		return parseTOML(src, filepath.Dir(abs), data)
 	}
 	return parseClientJSON(src, format, abs, data, env)
 }
 
-func parseTOML(path, dir string, data []byte) parsed {
+func parseTOML(src Source, dir string, data []byte) parsed {
+	path := src.Path
 	if perr := checkTOMLShape(path, data); perr != nil {
 		return failed(perr)
 	}
@@ -206,7 +214,7 @@ func parseTOML(path, dir string, data []byte) parsed {
 		r.errs = append(r.errs, &Error{File: path, Key: "mcp_servers", Message: "expected a table of servers ([mcp_servers.NAME])"})
 		return r
 	}
-	got := decodeServers(obj, func(name string) *serverDecoder {
+	got := decodeServers(obj, src.Trust, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: dialectCodex, file: path, name: name, dir: dir}
 	})
 	for _, c := range got.servers {
@@ -304,16 +312,22 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		// the project, so relative paths are the project's.
 		dir = x.workspace
 	}
-	return decodeServers(servers, func(name string) *serverDecoder {
+	return decodeServers(servers, src.Trust, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: d, file: path, name: name, dir: dir, x: x}
 	})
 }
 
-// decodeServers decodes each server of obj, in name order so that problems
-// come out in a stable order.
-func decodeServers(obj map[string]any, newDecoder func(name string) *serverDecoder) parsed {
+// decodeServers decodes each server of obj that trust approves, in name
+// order so that problems come out in a stable order. A server it does not
+// approve is not decoded at all: its entry expands no variable and reads
+// no envFile.
+func decodeServers(obj map[string]any, trust *Trust, newDecoder func(name string) *serverDecoder) parsed {
 	r := parsed{servers: make(map[string]*ServerConfig, len(obj))}
 	for _, name := range sortedKeys(obj) {
+		if ok, why, declined := trust.allows(name); !ok {
+			r.untrusted = append(r.untrusted, Untrusted{Server: name, Reason: why, Declined: declined})
+			continue
+		}
 		c, w := decodeServer(newDecoder(name), obj[name])
 		r.warnings = append(r.warnings, w...)
 		r.errs = append(r.errs, c.Problems...)
@@ -340,13 +354,19 @@ type Loaded struct {
 	Warnings Errors
 	// Replaced says which definitions a later source replaced.
 	Replaced []Replacement
+	// Untrusted are the servers of project files that no recorded
+	// approval covers, in the order read: neither part of Servers nor
+	// replacing an earlier definition (see Trust).
+	Untrusted []Untrusted
 }
 
 // SourceReport is one source read.
 type SourceReport struct {
 	Source
-	// Servers are the names it defines, sorted.
-	Servers []string
+	// Servers are the names it defines, sorted; Untrusted those it
+	// defines that its Trust does not approve.
+	Servers   []string
+	Untrusted []string
 	// Err is set when the source could not be read or parsed.
 	Err *Error
 }
@@ -371,14 +391,27 @@ func (l *Loaded) Names() []string { return sortedKeys(l.Servers) }
 // Nothing stops it: a source that cannot be read or parsed is reported
 // and the others still load.
 func Load(sources []Source, inline json.RawMessage, env Lookup) *Loaded {
+	return LoadAs(sources, inline, InlineSource, env)
+}
+
+// LoadAs is Load with the inline servers' source named inlineName (in
+// their Source, their errors' File and the messages that name where a
+// server is defined) rather than InlineSource: the commands for people
+// name a server given with --command "the command line".
+func LoadAs(sources []Source, inline json.RawMessage, inlineName string, env Lookup) *Loaded {
 	l := &Loaded{Servers: map[string]*ServerConfig{}}
 	from := map[string]Source{}
 	merge := func(src Source, r parsed) {
 		rep := SourceReport{Source: src, Servers: sortedKeys(r.servers)}
 		for _, e := range r.errs {
-			if e.Server == "" && rep.Err == nil && len(r.servers) == 0 {
+			if e.Server == "" && rep.Err == nil && len(r.servers) == 0 && len(r.untrusted) == 0 {
 				rep.Err = e
 			}
+		}
+		for _, u := range r.untrusted {
+			u.Source = src
+			rep.Untrusted = append(rep.Untrusted, u.Server)
+			l.Untrusted = append(l.Untrusted, u)
 		}
 		l.Sources = append(l.Sources, rep)
 		l.Errors = append(l.Errors, r.errs...)
@@ -395,8 +428,8 @@ func Load(sources []Source, inline json.RawMessage, env Lookup) *Loaded {
 	for _, src := range sources {
 		merge(src, loadSource(src, env))
 	}
-	if r := parseInline(inline); len(r.servers) > 0 || len(r.errs) > 0 {
-		merge(Source{Path: InlineSource}, r)
+	if r := parseInline(inline, inlineName); len(r.servers) > 0 || len(r.errs) > 0 {
+		merge(Source{Path: inlineName}, r)
 	}
 	return l
 }

@@ -140,10 +140,10 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 	}
 
 	if c.StartupTimeoutSec != nil && !validSeconds(*c.StartupTimeoutSec) {
-		report("startup_timeout_sec", "must be a number of seconds greater than 0")
+		report("startup_timeout_sec", "must be a number of seconds, 0 or more")
 	}
 	if c.ToolTimeoutSec != nil && !validSeconds(*c.ToolTimeoutSec) {
-		report("tool_timeout_sec", "must be a number of seconds greater than 0")
+		report("tool_timeout_sec", "must be a number of seconds, 0 or more")
 	}
 	switch c.StartupReadiness {
 	case "", ReadinessConnection, ReadinessCatalog:
@@ -156,8 +156,11 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 	return errs
 }
 
+// validSeconds accepts what Codex's Duration::try_from_secs_f64 does
+// within maxSeconds: 0 (a warning, see zeroTimeout) and more, not a
+// negative, infinite or NaN value.
 func validSeconds(v float64) bool {
-	return v > 0 && v <= maxSeconds // false for NaN too
+	return v >= 0 && v <= maxSeconds // false for NaN too
 }
 
 // validServerName is ^[a-zA-Z0-9_-]+$.

@@ -323,8 +323,10 @@ func (t *headerTransport) describe(req *http.Request, err error) error {
 		what = fmt.Sprintf("the TLS certificate of %s is signed by an authority this machine does not trust", t.url)
 	case errors.As(err, &host):
 		what = fmt.Sprintf("the TLS certificate of %s is not for this host name", t.url)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		what = fmt.Sprintf("the TLS certificate of %s has expired or is not valid yet (is this machine's clock right?)", t.url)
 	case errors.As(err, &invalid):
-		what = fmt.Sprintf("the TLS certificate of %s is not valid (%v)", t.url, invalid.Reason)
+		what = fmt.Sprintf("the TLS certificate of %s is not valid (%s)", t.url, strings.TrimPrefix(invalid.Error(), "x509: "))
 	case errors.As(err, &record):
 		what = fmt.Sprintf("%s does not speak TLS at this port (try http:// instead of https://)", t.url)
 	case errors.As(err, &ne) && ne.Timeout():
@@ -373,7 +375,12 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	switch resp.StatusCode {
 	case http.StatusNotFound:
 		what = fmt.Sprintf("%s answered 404 Not Found: there is no MCP endpoint at this URL", t.url)
-		if path := strings.TrimSuffix(t.real.Path, "/"); !strings.HasSuffix(path, "/mcp") {
+		if path := strings.TrimSuffix(t.real.Path, "/"); strings.HasSuffix(path, "/sse") {
+			// A legacy HTTP+SSE URL: as the config error for type "sse" says.
+			u := *t.real
+			u.Path = strings.TrimSuffix(path, "/sse") + "/mcp"
+			what += fmt.Sprintf("; a server that had an SSE endpoint usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try %s)", redact.URL(u.String()))
+		} else if !strings.HasSuffix(path, "/mcp") {
 			u := *t.real
 			u.Path = path + "/mcp"
 			what += fmt.Sprintf("; servers usually serve it at /mcp (try %s)", redact.URL(u.String()))

@@ -14,6 +14,10 @@ type ConfigDiscovery struct {
 	// Sources restricts discovery to these tools: "codex", "claude",
 	// "cursor", "vscode" (absent: all).
 	Sources []string `json:"sources,omitempty"`
+	// TrustProject runs the servers of the project's files that no
+	// approval recorded in their tool covers (the host vouches for the
+	// project); servers the user declined in Claude Code stay off.
+	TrustProject bool `json:"trustProject,omitempty"`
 }
 
 // ConfigProblem is one error or warning of the configuration. File is a
@@ -45,6 +49,9 @@ type ConfigSource struct {
 	Scope   string   `json:"scope,omitempty"`
 	Project string   `json:"project,omitempty"`
 	Servers []string `json:"servers"`
+	// Untrusted are the servers it defines that no recorded approval
+	// covers (listed in ConfigReport.Untrusted), absent when none.
+	Untrusted []string `json:"untrusted,omitempty"`
 }
 
 // ConfigReplacement is a server defined again by a later source, whose
@@ -61,6 +68,25 @@ type ConfigReport struct {
 	Errors   []ConfigProblem     `json:"errors"`
 	Warnings []ConfigProblem     `json:"warnings"`
 	Replaced []ConfigReplacement `json:"replaced"`
+	// Untrusted are the servers of discovered project files that no
+	// approval recorded in their tool covers: found, not configured, not
+	// started (absent when none).
+	Untrusted []ConfigUntrusted `json:"untrusted,omitempty"`
+}
+
+// ConfigUntrusted is a server of a project file that is not started
+// because no approval recorded in its tool covers it: Codex's trust of
+// the project, Claude Code's approval of .mcp.json servers (Cursor and VS
+// Code record none the sidecar can read).
+type ConfigUntrusted struct {
+	Server string       `json:"server"`
+	Source ConfigOrigin `json:"source"`
+	// Reason says, for people, what the tool recorded.
+	Reason string `json:"reason"`
+	// Declined is true when the user declined the server in its tool
+	// (Claude Code's disabledMcpjsonServers): trustProject does not start
+	// it either.
+	Declined bool `json:"declined,omitempty"`
 }
 
 // ServerApproval is the approval configuration of a server's tools, for

@@ -15,7 +15,9 @@ import (
 // a file that does not parse does not fail initialize (the server is
 // invalid, the file is reported); only params that are malformed do, and
 // the error's data lists the problems.
-func loadConfig(p *protocol.InitializeParams, env config.Lookup) (*config.Loaded, error) {
+//
+// inlineName names initialize.servers in problems and messages.
+func loadConfig(p *protocol.InitializeParams, env config.Lookup, inlineName string) (*config.Loaded, error) {
 	var sources []config.Source
 	if d := p.ConfigDiscovery; d != nil {
 		var bad []*config.Error
@@ -32,16 +34,16 @@ func loadConfig(p *protocol.InitializeParams, env config.Lookup) (*config.Loaded
 			return nil, configParamsError(bad)
 		}
 		home, _ := env("HOME")
-		found, _ := config.Discover(config.DiscoverOptions{Home: home, Cwd: d.Cwd, Env: env, Tools: d.Sources})
+		found, _ := config.Discover(config.DiscoverOptions{Home: home, Cwd: d.Cwd, Env: env, Tools: d.Sources, TrustProject: d.TrustProject})
 		sources = append(sources, found...)
 	}
 	sources = append(sources, config.FileSources(p.ConfigFiles)...)
-	l := config.Load(sources, p.Servers, env)
+	l := config.LoadAs(sources, p.Servers, inlineName, env)
 	// initialize.servers that is not an object of servers is malformed
 	// params, not a configuration to report.
 	var bad []*config.Error
 	for _, e := range l.Errors {
-		if e.File == config.InlineSource && e.Server == "" {
+		if e.File == inlineName && e.Server == "" {
 			bad = append(bad, e)
 		}
 	}
@@ -84,7 +86,11 @@ func configReport(l *config.Loaded) protocol.ConfigReport {
 	for _, s := range l.Sources {
 		r.Sources = append(r.Sources, protocol.ConfigSource{
 			Path: s.Path, Tool: s.Tool, Scope: s.Scope, Project: s.Project, Servers: append([]string{}, s.Servers...),
+			Untrusted: s.Untrusted,
 		})
+	}
+	for _, u := range l.Untrusted {
+		r.Untrusted = append(r.Untrusted, protocol.ConfigUntrusted{Server: u.Server, Source: originOf(u.Source), Reason: u.Reason, Declined: u.Declined})
 	}
 	for _, rp := range l.Replaced {
 		r.Replaced = append(r.Replaced, protocol.ConfigReplacement{Server: rp.Server, By: originOf(rp.By), Over: originOf(rp.Over)})

@@ -228,7 +228,9 @@ func TestConfigDiscoveryHostileProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t)
-	res := h.initialize(nil, map[string]any{"configDiscovery": map[string]any{"cwd": cwd}})
+	// trustProject: the project is the host's to vouch for here (what is
+	// not trusted is TestConfigDiscoveryProjectTrust's).
+	res := h.initialize(nil, map[string]any{"configDiscovery": map[string]any{"cwd": cwd, "trustProject": true}})
 	if diff := cmp.Diff([]string{"good"}, res.Servers); diff != "" {
 		t.Fatalf("servers (-want +got):\n%s\nconfig: %+v", diff, res.Config)
 	}
@@ -243,6 +245,58 @@ func TestConfigDiscoveryHostileProject(t *testing.T) {
 	open := h.open(map[string]any{"startup": "eager"})
 	if sum := h.waitComplete(open.SessionID, 0); len(sum.Ready) != 1 {
 		t.Errorf("round 0: %+v", sum)
+	}
+}
+
+// TestConfigDiscoveryProjectTrust: a repository's .mcp.json server that
+// the user never approved in Claude Code is not started: initialize lists
+// it in config.untrusted with the reason, not among the servers; the one
+// approved in ~/.claude.json starts, and so does the other once the host
+// says trustProject, except the server the user declined.
+func TestConfigDiscoveryProjectTrust(t *testing.T) {
+	home, repo := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", "")
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]any{}
+	for _, name := range []string{"approved", "unknown", "declined"} {
+		c := fixture.Config(name, fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}})
+		servers[name] = map[string]any{"command": c.Command, "args": c.Args, "env": c.Env}
+	}
+	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	if err := os.WriteFile(filepath.Join(repo, ".mcp.json"), mcpJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	claudeJSON, _ := json.Marshal(map[string]any{"projects": map[string]any{repo: map[string]any{
+		"hasTrustDialogAccepted": true, "enabledMcpjsonServers": []string{"approved"}, "disabledMcpjsonServers": []string{"declined"},
+	}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), claudeJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	origin := protocol.ConfigOrigin{Path: filepath.Join(repo, ".mcp.json"), Tool: "claude", Scope: "project"}
+	declined := protocol.ConfigUntrusted{Server: "declined", Source: origin, Reason: "declined in Claude Code (disabledMcpjsonServers)", Declined: true}
+	for _, tc := range []struct {
+		trustProject bool
+		servers      []string
+		untrusted    []protocol.ConfigUntrusted
+	}{
+		{false, []string{"approved"}, []protocol.ConfigUntrusted{declined, {Server: "unknown", Source: origin, Reason: "not approved in Claude Code"}}},
+		{true, []string{"approved", "unknown"}, []protocol.ConfigUntrusted{declined}},
+	} {
+		h := newHarness(t)
+		res := h.initialize(nil, map[string]any{"configDiscovery": map[string]any{"cwd": repo, "trustProject": tc.trustProject}})
+		if diff := cmp.Diff(tc.servers, res.Servers); diff != "" {
+			t.Errorf("trustProject %v: servers (-want +got):\n%s", tc.trustProject, diff)
+		}
+		if diff := cmp.Diff(tc.untrusted, res.Config.Untrusted); diff != "" {
+			t.Errorf("trustProject %v: untrusted (-want +got):\n%s", tc.trustProject, diff)
+		}
+		open := h.open(map[string]any{"startup": "eager"})
+		if sum := h.waitComplete(open.SessionID, 0); len(sum.Ready) != len(tc.servers) {
+			t.Errorf("trustProject %v: round 0: %+v", tc.trustProject, sum)
+		}
 	}
 }
 

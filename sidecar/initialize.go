@@ -112,7 +112,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	if err := decodeParams(params, &p); err != nil {
 		return result{}, err
 	}
-	loaded, err := loadConfig(&p, s.opts.Env)
+	inlineName := s.opts.InlineSource
+	if inlineName == "" {
+		inlineName = config.InlineSource
+	}
+	loaded, err := loadConfig(&p, s.opts.Env, inlineName)
 	if err != nil {
 		return result{}, err
 	}
@@ -122,6 +126,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	}
 	for _, w := range loaded.Warnings {
 		s.logger.Info("config warning", "problem", w.Error())
+	}
+	for _, u := range loaded.Untrusted {
+		s.logger.Info("project server not trusted, not started", "server", u.Server, "file", u.Source.Path, "reason", u.Reason)
 	}
 	servers := loaded.Servers
 	env := &environment{

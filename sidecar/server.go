@@ -36,6 +36,11 @@ type Options struct {
 	Prober *launcherprobe.Prober
 	// MaxFrameBytes bounds a host frame; zero means the default (64 MiB).
 	MaxFrameBytes int64
+	// InlineSource names initialize.servers where problems and messages
+	// say where a server is defined; empty is "initialize". The commands
+	// for people, whose inline server is one given on their command line,
+	// name it so.
+	InlineSource string
 	// Reaper registers the server processes, when this process serves the
 	// host protocol as its job (the serve command): see internal/reaper.
 	// Nil: each connection still ends its servers' process trees.

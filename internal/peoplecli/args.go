@@ -50,6 +50,14 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 	if hint := suggest.Closest(name, known); hint != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", hint)
 	}
+	if server == "" {
+		// A server that did not start may be the one that has it.
+		for _, st := range list.Servers {
+			if r := sess.run(st.Name); r.status == "failed" {
+				msg += fmt.Sprintf("; server %q did not start: %s", st.Name, errorSummary(r.err))
+			}
+		}
+	}
 	return listedTool{}, msg + "; 'mcp-sidecar tools' lists them"
 }
 

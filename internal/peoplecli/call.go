@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
@@ -50,7 +51,9 @@ codex/sandbox-state; the policy is sent as the bytes in FILE.
 
 Servers that ask the user (elicitation) or for roots are told the host
 handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
-error or an isError result, 2 for a bad command line, 130 when interrupted.
+error or an isError result (a config error or failed startup of another
+server does not count: 'mcp-sidecar doctor' shows those), 2 for a bad
+command line, 130 when interrupted.
 
 Examples:
   mcp-sidecar call github search_issues query="is:open label:bug" limit=5
@@ -82,7 +85,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	stateFile := fs.String("sandbox-state", "", "`FILE` holding the call's sandbox policy, one JSON value (\"-\": stdin)")
 	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
-	timeout := fs.Duration("timeout", 0, "call timeout (default: the server's tool_timeout_sec)")
+	timeout := fs.Duration("timeout", 0, "how long the call may take, a `DURATION` such as 30s (default: the server's tool_timeout_sec)")
 	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
@@ -169,7 +172,9 @@ func Call(ctx context.Context, env Env, args []string) int {
 			for _, e := range l.invalid(server) {
 				fmt.Fprintln(stderr, "config error:", e.Error())
 			}
-			if len(l.invalid(server)) == 0 {
+			if note := l.untrustedNote(server); note != "" {
+				fmt.Fprintln(stderr, "mcp-sidecar call:", note)
+			} else if len(l.invalid(server)) == 0 {
 				l.describeSources(stderr)
 				msg := fmt.Sprintf("no server %q in the config (servers: %s)", server, strings.Join(l.names, ", "))
 				if hint := suggest.Closest(server, l.names); hint != "" {
@@ -260,7 +265,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	})
 
 	if callErr != nil {
-		return fail(ctx, stderr, "call", describeRPCError(callErr))
+		return fail(ctx, stderr, "call", callError(callErr, server, tool, *timeout))
 	}
 	var res struct {
 		Content    []json.RawMessage `json:"content"`
@@ -285,6 +290,18 @@ func Call(ctx context.Context, env Env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// callError is a failed call's error for people. The sidecar names the
+// bound it applied as the host gave it (timeoutMs): for a person it is
+// --timeout.
+func callError(err error, server, tool string, timeout time.Duration) error {
+	err = describeRPCError(err)
+	var re *rpcError
+	if errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0 {
+		return fmt.Errorf("tool %q of server %q did not answer within %s (--timeout)", tool, server, timeout)
+	}
+	return err
 }
 
 func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool) {

@@ -177,7 +177,7 @@ func parseFlags(env Env, name string, fs *pflag.FlagSet, args []string, min, max
 		c, _ := lookup(name)
 		fmt.Fprint(env.Stdout, c.doc)
 		if fs.HasFlags() {
-			fmt.Fprintf(env.Stdout, "\nFlags:\n%s", fs.FlagUsagesWrapped(100))
+			fmt.Fprintf(env.Stdout, "\nFlags:\n%s", flagUsages(fs, 100))
 		}
 		return exitOK, true
 	}
@@ -189,6 +189,54 @@ func parseFlags(env Env, name string, fs *pflag.FlagSet, args []string, min, max
 		return usageError(env, name, fmt.Errorf("unexpected argument %q", fs.Arg(max))), true
 	}
 	return 0, false
+}
+
+// flagUsages lists fs's flags for help, wrapped to width columns, spelt
+// as the usage lines spell them: a boolean flag is "--json" (pflag's own
+// listing writes "--json[=true|false]").
+func flagUsages(fs *pflag.FlagSet, width int) string {
+	type row struct{ flag, usage string }
+	var rows []row
+	left := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		flag := "      --" + f.Name
+		if f.Shorthand != "" {
+			flag = "  -" + f.Shorthand + ", --" + f.Name
+		}
+		name, usage := pflag.UnquoteUsage(f)
+		if f.Value.Type() != "bool" && name != "" {
+			flag += " " + name
+		}
+		switch f.DefValue {
+		case "", "0", "0s", "false", "[]":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		rows = append(rows, row{flag, usage})
+		left = max(left, len(flag))
+	})
+	var b strings.Builder
+	for _, r := range rows {
+		line := fmt.Sprintf("%-*s   ", left, r.flag)
+		indent := strings.Repeat(" ", len(line))
+		n := len(line)
+		for i, word := range strings.Fields(r.usage) {
+			if i > 0 && n+1+len(word) > width {
+				line += "\n" + indent
+				n = len(indent)
+			} else if i > 0 {
+				line += " "
+				n++
+			}
+			line += word
+			n += len(word)
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // usageError reports a bad command line: the problem, then the usage line.

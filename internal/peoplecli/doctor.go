@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +19,8 @@ import (
 )
 
 // DoctorDoc is doctor's help text.
-const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--command CMD | --url URL] [--launcher PATH] [--strict] [--json]
+const DoctorDoc = `Usage: mcp-sidecar doctor [--config FILE]... [--command "CMD ARGS..." | --url URL] [--launcher PATH]
+                          [--strict] [--trust-project] [--json]
 
 Checks the MCP servers a harness would get from your config files, the way
 the sidecar runs them. Without --config it finds the files of the tools you
@@ -41,8 +43,9 @@ stderr) and prints a table:
 
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
-  STATUS      ready, failed, cancelled, disabled, invalid (config error), or
-              needs_authorization (OAuth: run 'mcp-sidecar login SERVER')
+  STATUS      ready, failed, cancelled, disabled, invalid (config error),
+              needs_authorization (OAuth: run 'mcp-sidecar login SERVER'), or
+              untrusted (a project server you have not approved: not started)
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
   BYTES       the JSON of those tools as tools/list gives them to a harness
@@ -62,6 +65,14 @@ usable: ok, absent (made at the first live listing), off (no folder),
 untrusted (another user's, or writable by group or others: the sidecar
 neither reads nor writes it) or unusable.
 
+A project's own files (.codex/config.toml, .mcp.json, .cursor/mcp.json,
+.vscode/mcp.json) come with the repository, so their servers start only as
+far as you approved them in the tool that owns the file, as that tool
+records it: a project you trusted in Codex, .mcp.json servers you approved
+in Claude Code. Cursor and VS Code record no approval mcp-sidecar can read.
+The others are listed as untrusted with what their tool recorded;
+--trust-project runs them this once (not those you declined in Claude Code).
+
 The servers are stopped when the check ends. Servers of an invalid config
 entry are not started; the others are (so one typo does not hide the rest).
 A server that prints lines that are not JSON-RPC on stdout works, with a
@@ -72,6 +83,7 @@ command line, 130 when interrupted.
 Examples:
   mcp-sidecar doctor
   mcp-sidecar doctor --strict          # in CI: fail on any server that does not start
+  mcp-sidecar doctor --trust-project   # also run the project's servers you have not approved
   mcp-sidecar doctor --config ~/.codex/config.toml --config .mcp.json
   mcp-sidecar doctor --command "npx -y @modelcontextprotocol/server-everything"
   mcp-sidecar doctor --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
@@ -81,16 +93,26 @@ Examples:
 
 // doctorReport is doctor's --json document.
 type doctorReport struct {
-	Files        []string                `json:"files"`
-	LookedFor    []string                `json:"lookedFor,omitempty"`
-	ConfigErrors []configError           `json:"configErrors"`
-	Warnings     []configError           `json:"warnings"`
-	Launcher     protocol.LauncherStatus `json:"launcher"`
-	Cache        doctorCache             `json:"cache"`
-	Servers      []doctorServer          `json:"servers"`
+	Files        []string      `json:"files"`
+	LookedFor    []string      `json:"lookedFor,omitempty"`
+	ConfigErrors []configError `json:"configErrors"`
+	Warnings     []configError `json:"warnings"`
+	// Untrusted are the project servers no recorded approval covers: found, not started.
+	Untrusted []untrustedServer       `json:"untrusted"`
+	Launcher  protocol.LauncherStatus `json:"launcher"`
+	Cache     doctorCache             `json:"cache"`
+	Servers   []doctorServer          `json:"servers"`
 	// TokensEstimate is the estimate of the whole catalog.
 	TokensEstimate int  `json:"catalogTokensEstimate"`
 	OK             bool `json:"ok"`
+}
+
+type untrustedServer struct {
+	Server   string `json:"server"`
+	File     string `json:"file"`
+	Tool     string `json:"tool,omitempty"`
+	Reason   string `json:"reason"`
+	Declined bool   `json:"declined,omitempty"`
 }
 
 type configError struct {
@@ -138,6 +160,9 @@ type doctorServer struct {
 	Source string `json:"source,omitempty"`
 	// ConfigErrors are the errors of an invalid server's definition.
 	ConfigErrors []configError `json:"configErrors,omitempty"`
+	// NotTrusted says why a project server is not started (status
+	// "untrusted").
+	NotTrusted string `json:"notTrusted,omitempty"`
 	// SkippedStdoutLines counts the lines that were not JSON-RPC on the
 	// server's stdout (it works, with a warning); FirstSkippedStdoutLine
 	// is the first.
@@ -179,7 +204,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	}
 	stderr := &lockedWriter{w: env.Stderr}
 
-	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Servers: []doctorServer{}}
+	rep := doctorReport{Files: []string{}, ConfigErrors: []configError{}, Warnings: []configError{}, Untrusted: []untrustedServer{}, Servers: []doctorServer{}}
 	// Before the session: its live listings may create the folder.
 	rep.Cache = checkCacheDir(resolveCacheDir(env, *cacheDir))
 	for _, src := range l.sources {
@@ -194,6 +219,11 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	for _, e := range l.warnings() {
 		rep.Warnings = append(rep.Warnings, configErrorOf(e))
 	}
+	untrusted := map[string]config.Untrusted{}
+	for _, u := range l.untrusted() {
+		rep.Untrusted = append(rep.Untrusted, untrustedServer{Server: u.Server, File: u.Source.Path, Tool: u.Source.Tool, Reason: u.Reason, Declined: u.Declined})
+		untrusted[u.Server] = u
+	}
 	if !*asJSON {
 		l.describeSources(env.Stdout)
 		printProblems(env.Stdout, l)
@@ -205,8 +235,11 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		defer prog.finish()
 	}
 	var sess *session
-	if len(l.servers) > 0 {
-		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr})
+	// Also with no server to start: the session's initialize judges the
+	// launcher, which the report shows whatever the servers.
+	if len(l.names) > 0 || len(rep.Untrusted) > 0 {
+		// The Warnings below the table say what the server printed on stdout.
+		sess, err = openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, progress: prog, logOut: stderr, quietStdout: true})
 		if err != nil {
 			return fail(ctx, stderr, "doctor", err)
 		}
@@ -238,8 +271,18 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	}
 
 	rep.OK = len(l.problems()) == 0 && l.found()
-	for _, name := range l.names {
+	rows := slices.Clone(l.names)
+	for name := range untrusted {
+		rows = append(rows, name)
+	}
+	slices.Sort(rows)
+	for _, name := range slices.Compact(rows) {
 		ds := doctorServer{Name: name}
+		if u, ok := untrusted[name]; ok {
+			ds.Source, ds.Status, ds.NotTrusted = u.Source.Describe(), statusUntrusted, u.Reason
+			rep.Servers = append(rep.Servers, ds)
+			continue
+		}
 		if c := l.cfg.Servers[name]; c != nil {
 			ds.Source = c.Origin.Describe()
 		}
@@ -404,10 +447,16 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 	if len(warned) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, s := range warned {
-			fmt.Fprintf(w, "  %s: works, but printed %d lines on stdout that are not JSON-RPC (skipped); the first:\n    %s\n", s.Name, s.SkippedStdoutLines, s.FirstSkippedStdoutLine)
+			verb := "are"
+			if s.SkippedStdoutLines == 1 {
+				verb = "is"
+			}
+			fmt.Fprintf(w, "  %s: works, but printed %s on stdout that %s not JSON-RPC (skipped); the first:\n    %s\n",
+				s.Name, plural(int64(s.SkippedStdoutLines), "line"), verb, s.FirstSkippedStdoutLine)
 			fmt.Fprintln(w, "    A server must print only JSON-RPC on stdout; logs belong on stderr.")
 		}
 	}
+	printUntrusted(w, rep)
 	printAuthorizations(w, rep.Servers, time.Now())
 	// Without a verified launcher the line above says it all.
 	var why []string
@@ -422,6 +471,30 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// statusUntrusted is doctor's status of a project server no recorded
+// approval covers.
+const statusUntrusted = "untrusted"
+
+// printUntrusted lists the project servers no recorded approval covers,
+// and how to run them.
+func printUntrusted(w io.Writer, rep doctorReport) {
+	if len(rep.Untrusted) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nNot trusted (servers of the project's own files, not started):")
+	var us []config.Untrusted
+	for _, s := range rep.Servers {
+		if s.Status == statusUntrusted {
+			fmt.Fprintf(w, "  %s: %s: %s\n", s.Name, s.Source, s.NotTrusted)
+		}
+	}
+	for _, u := range rep.Untrusted {
+		us = append(us, config.Untrusted{Server: u.Server, Source: config.Source{Tool: u.Tool}, Declined: u.Declined})
+	}
+	fix := trustFix(us)
+	fmt.Fprintf(w, "  %s.\n", strings.ToUpper(fix[:1])+fix[1:])
 }
 
 // printAuthorizations lists the servers that use OAuth: which are

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -36,9 +35,10 @@ func startHost(ctx context.Context, env Env, logOut io.Writer, onRequest func(ct
 	go func() {
 		defer close(h.serveDone)
 		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{
-			Version: env.Version,
-			Env:     env.LookupEnv,
-			Logger:  slog.New(h.log),
+			Version:      env.Version,
+			Env:          env.LookupEnv,
+			Logger:       slog.New(h.log),
+			InlineSource: commandLine,
 		})
 		// Serve closed its stream (and so both pipe ends it holds); this
 		// is for the host's reader should that ever change.
@@ -65,9 +65,12 @@ func (h *host) dispatch(n hostclient.Notification) {
 	}
 }
 
+// call sends one request. Its error is the sidecar's message, which is
+// written for people, without the method or the error's code: callers say
+// what they were doing in words.
 func (h *host) call(ctx context.Context, method string, params, result any) error {
 	if err := h.client.Call(ctx, method, params, result); err != nil {
-		return fmt.Errorf("%s: %w", method, describeRPCError(err))
+		return describeRPCError(err)
 	}
 	return nil
 }
@@ -94,18 +97,24 @@ func (h *host) close(ctx context.Context) {
 }
 
 // describeRPCError keeps the sidecar's message, which is written for
-// people, and adds its code.
+// people; the code and kind stay in the error for the commands, out of
+// what people read (README, "For people").
 func describeRPCError(err error) error {
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return &rpcError{code: pe.Code, msg: pe.Message}
+	return &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message}
 }
 
 type rpcError struct {
 	code int64
+	kind string
 	msg  string
 }
 
-func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.msg, e.code) }
+func (e *rpcError) Error() string { return e.msg }
+
+// commandLine names, in messages, the server a person gave with --command
+// or --url, where a host's inline servers are "initialize".
+const commandLine = "the command line"

@@ -63,7 +63,7 @@ func Login(ctx context.Context, env Env, args []string) int {
 	var src serverFlags
 	fs.StringArrayVar(&src.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
 	fs.StringVar(&src.url, "url", "", "authorize a server without a config: its `URL`")
-	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the authorization in the browser")
+	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the authorization in the browser, a `DURATION`")
 	noBrowser := fs.Bool("no-browser", false, "only print the URL; do not open a browser")
 	if code, done := parseFlags(env, "login", fs, args, 0, 1); done {
 		return code

@@ -2,6 +2,7 @@ package peoplecli
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,86 @@ func TestWrap(t *testing.T) {
 		if got := wrap(tc.in, tc.width); got != tc.want {
 			t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
 		}
+	}
+}
+
+// TestServerNames: a server given with --command is named after the
+// package or program it runs, not its last argument; one given with --url
+// after its host, and a loopback address is localhost and the port.
+func TestServerNames(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"npx -y @modelcontextprotocol/server-filesystem /work":                             "server-filesystem",
+		"npx -y @upstash/context7-mcp@latest":                                              "context7-mcp",
+		"npx -p @x/pkg mcp-cmd --port 3":                                                   "mcp-cmd",
+		"uvx mcp-server-git --repository .":                                                "mcp-server-git",
+		"uvx --from mcp-server-x mcp-x":                                                    "mcp-x",
+		"uv run --with mcp server.py":                                                      "server",
+		"python -m mcp_server_time --local-timezone UTC":                                   "mcp_server_time",
+		"node /opt/servers/weather.js":                                                     "weather",
+		"docker run -i --rm -e GITHUB_TOKEN ghcr.io/github/github-mcp-server:latest stdio": "github-mcp-server",
+		"/usr/local/bin/my-server --verbose":                                               "my-server",
+		"mcp-sidecar example-server":                                                       "mcp-sidecar",
+		"npx":                                                                              "npx",
+	} {
+		words, err := splitWords(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nameFromCommand(words); got != want {
+			t.Errorf("--command %q: named %q, want %q", cmd, got, want)
+		}
+	}
+	for u, want := range map[string]string{
+		"https://mcp.linear.app/mcp":        "linear",
+		"https://api.githubcopilot.com/mcp": "githubcopilot",
+		"https://example.com/mcp":           "example",
+		"http://127.0.0.1:9":                "localhost-9",
+		"http://localhost/mcp":              "localhost",
+		"http://[::1]:8080/mcp":             "localhost-8080",
+		"http://10.0.0.5:3000/mcp":          "10-0-0-5-3000",
+		"http://myhost:3000/mcp":            "myhost",
+		"not a url":                         "server",
+	} {
+		if got := nameFromURL(u); got != want {
+			t.Errorf("--url %q: named %q, want %q", u, got, want)
+		}
+	}
+}
+
+// TestPeopleLog: the sidecar's log records reach people as words: the
+// server named once, reasons after a colon, other attributes as phrases,
+// and no attribute name with an underscore.
+func TestPeopleLog(t *testing.T) {
+	for _, tc := range []struct {
+		msg   string
+		attrs []any
+		want  string
+	}{
+		{"skipped a non-JSON line on the server's stdout", []any{"server", "noisy", "line", "v1 ready", "skipped", 1, "not_logged_before", 0},
+			`warning: server "noisy" printed a line on stdout that is not JSON-RPC (skipped): v1 ready` + "\n"},
+		{"skipped a non-JSON line on the server's stdout", []any{"server", "noisy", "line", "x", "skipped", 9, "not_logged_before", 3},
+			`warning: server "noisy" printed a line on stdout that is not JSON-RPC (skipped): x (3 more such lines before it not shown)` + "\n"},
+		{"non-JSON lines skipped on the server's stdout", []any{"server", "noisy", "skipped", 40, "not_logged", 30},
+			`warning: server "noisy" printed 40 lines on stdout that are not JSON-RPC in all, 30 of them not shown` + "\n"},
+		{"launcher unavailable", []any{"path", "/opt/codex", "reason", "not executable"},
+			"warning: launcher unavailable: not executable (path /opt/codex)\n"},
+		{"credentials store", []any{"server", "linear", "session", "s1", "err", "disk full"},
+			`warning: server "linear": credentials store: disk full` + "\n"},
+		{"host meta key dropped", []any{"server", "x", "tool", "t", "key", "codex/sandbox-state"},
+			`warning: server "x": host meta key dropped (tool t, key codex/sandbox-state)` + "\n"},
+	} {
+		var b bytes.Buffer
+		l := newPeopleLog(&b)
+		slog.New(l).Warn(tc.msg, tc.attrs...)
+		if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.msg, diff)
+		}
+	}
+	var b bytes.Buffer
+	l := newPeopleLog(&b)
+	l.setQuietStdout()
+	slog.New(l).Warn("skipped a non-JSON line on the server's stdout", "server", "noisy", "line", "x")
+	if b.Len() != 0 {
+		t.Errorf("quiet: %q", b.String())
 	}
 }

@@ -32,7 +32,7 @@ func progressLine(name string, width int, state string, r *serverRun, now time.T
 	case protocol.StatusReady:
 		s := fmt.Sprintf("%s  ready     %s", pad, formatDuration(r.elapsed()))
 		if r.tools != nil {
-			s += fmt.Sprintf(", %d tools", *r.tools)
+			s += ", " + plural(int64(*r.tools), "tool")
 		}
 		return s
 	case protocol.StatusFailed:

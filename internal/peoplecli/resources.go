@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -17,7 +18,10 @@ Lists the resources of your servers (list, the default), their resource
 templates (templates), or reads one resource (read URI; --server may be left
 out when only one server is configured). Servers come from your config files
 as for doctor, or from --command / --url. Every page is followed.
-Exit status: 0 on success, 1 on an error, 2 for a bad command line.
+Exit status: 0 on success; 1 on an error, or when a server listed has a
+config error or did not start (with --server, the config errors of other
+servers are shown and do not count; read fails only when the read does); 2
+for a bad command line; 130 when interrupted.
 
 Examples:
   mcp-sidecar resources
@@ -33,7 +37,10 @@ Lists the prompts of your servers with their arguments (list, the default;
 its messages (get). Servers come from your config files as for doctor, or
 from --command / --url; --server may be left out for get when only one
 server has a prompt of that name.
-Exit status: 0 on success, 1 on an error, 2 for a bad command line.
+Exit status: 0 on success; 1 on an error, or when a server listed has a
+config error or did not start (with --server, the config errors of other
+servers are shown and do not count; get fails only when the get does); 2
+for a bad command line; 130 when interrupted.
 
 Examples:
   mcp-sidecar prompts
@@ -49,6 +56,10 @@ func serverSession(ctx context.Context, env Env, cmd string, src *serverFlags, o
 		return nil, nil, usageError(env, cmd, err), false
 	}
 	for _, n := range only {
+		if note := l.untrustedNote(n); note != "" {
+			fmt.Fprintf(stderr, "mcp-sidecar %s: %s\n", cmd, note)
+			return nil, nil, exitFailure, false
+		}
 		if l.servers[n] == nil {
 			l.describeSources(stderr)
 			fmt.Fprintf(stderr, "mcp-sidecar %s: no valid server %q in the config (servers: %s)\n", cmd, n, strings.Join(l.names, ", "))
@@ -81,6 +92,7 @@ func (s *session) readyServers(ctx context.Context, w io.Writer, cmd string) ([]
 			ready = append(ready, srv.Name)
 		case protocol.StateDisabled:
 		default:
+			s.notReady = true
 			why := srv.LastError
 			if why == "" {
 				why = s.run(srv.Name).err
@@ -114,27 +126,30 @@ func Resources(ctx context.Context, env Env, args []string) int {
 	default:
 		return usageError(env, "resources", fmt.Errorf("unknown subcommand %q (list, templates or read URI)", sub))
 	}
-	return listOrGet(ctx, env, "resources", &src, *server, *cacheDir, *asJSON, func(sess *session, servers []string, w io.Writer) (any, error) {
+	return listOrGet(ctx, env, "resources", &src, *server, *cacheDir, *asJSON, sub != "read", func(sess *session, servers []string, w io.Writer) (any, error) {
 		if sub == "read" {
 			if len(servers) != 1 {
 				return nil, fmt.Errorf("several servers (%s): say which with --server", strings.Join(servers, ", "))
 			}
 			var res json.RawMessage
 			err := sess.h.call(ctx, protocol.MethodResourcesRead, protocol.ResourcesReadParams{SessionID: sess.id, Server: servers[0], URI: fs.Arg(1)}, &res)
-			if err == nil && w != nil {
+			if err != nil {
+				return nil, fmt.Errorf("server %q could not read %s: %w", servers[0], fs.Arg(1), err)
+			}
+			if w != nil {
 				printContents(w, res)
 			}
-			return res, err
+			return res, nil
 		}
-		method, member := protocol.MethodResourcesList, "resources"
+		method, member, what := protocol.MethodResourcesList, "resources", "resources"
 		if sub == "templates" {
-			method, member = protocol.MethodResourceTemplates, "resourceTemplates"
+			method, member, what = protocol.MethodResourceTemplates, "resourceTemplates", "resource templates"
 		}
 		out := map[string]json.RawMessage{}
 		for _, srv := range servers {
 			var res json.RawMessage
 			if err := sess.h.call(ctx, method, protocol.ServerRequestParams{SessionID: sess.id, Server: srv, All: true}, &res); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("listing the %s of server %q: %w", what, srv, err)
 			}
 			out[srv] = res
 			if w != nil {
@@ -176,12 +191,12 @@ func Prompts(ctx context.Context, env Env, args []string) int {
 		}
 		promptArgs[k] = v
 	}
-	return listOrGet(ctx, env, "prompts", &src, *server, *cacheDir, *asJSON, func(sess *session, servers []string, w io.Writer) (any, error) {
+	return listOrGet(ctx, env, "prompts", &src, *server, *cacheDir, *asJSON, sub == "list", func(sess *session, servers []string, w io.Writer) (any, error) {
 		lists := map[string]json.RawMessage{}
 		for _, srv := range servers {
 			var res json.RawMessage
 			if err := sess.h.call(ctx, protocol.MethodPromptsList, protocol.ServerRequestParams{SessionID: sess.id, Server: srv, All: true}, &res); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("listing the prompts of server %q: %w", srv, err)
 			}
 			lists[srv] = res
 		}
@@ -194,9 +209,10 @@ func Prompts(ctx context.Context, env Env, args []string) int {
 			return lists, nil
 		}
 		name := fs.Arg(1)
-		var on []string
+		var on, known []string
 		for _, srv := range servers {
 			for _, p := range promptsOf(lists[srv]) {
+				known = append(known, p.Name)
 				if p.Name == name {
 					on = append(on, srv)
 				}
@@ -204,33 +220,45 @@ func Prompts(ctx context.Context, env Env, args []string) int {
 		}
 		switch {
 		case len(on) == 0:
-			return nil, fmt.Errorf("no server has a prompt %q; 'mcp-sidecar prompts' lists them", name)
+			msg := fmt.Sprintf("no server has a prompt %q", name)
+			if hint := suggest.Closest(name, known); hint != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", hint)
+			}
+			return nil, fmt.Errorf("%s; 'mcp-sidecar prompts' lists them", msg)
 		case len(on) > 1:
 			return nil, fmt.Errorf("prompt %q is on several servers (%s): say which with --server", name, strings.Join(on, ", "))
 		}
 		var res json.RawMessage
 		err := sess.h.call(ctx, protocol.MethodPromptsGet, protocol.PromptsGetParams{SessionID: sess.id, Server: on[0], Name: name, Arguments: promptArgs}, &res)
-		if err == nil && w != nil {
+		if err != nil {
+			return nil, fmt.Errorf("server %q could not give prompt %q: %w", on[0], name, err)
+		}
+		if w != nil {
 			printPromptMessages(w, res)
 		}
-		return res, err
+		return res, nil
 	})
 }
 
 // listOrGet opens a session of the servers asked for, runs do on the
 // ready ones, and prints (do prints to w for people, or its value is
-// printed as JSON).
-func listOrGet(ctx context.Context, env Env, cmd string, src *serverFlags, server, cacheDir string, asJSON bool, do func(*session, []string, io.Writer) (any, error)) int {
+// printed as JSON). A listing (lists) fails when a server it lists has a
+// config error or did not start, as tools does; a get or a read only when
+// it fails.
+func listOrGet(ctx context.Context, env Env, cmd string, src *serverFlags, server, cacheDir string, asJSON, lists bool, do func(*session, []string, io.Writer) (any, error)) int {
 	stderr := &lockedWriter{w: env.Stderr}
 	var only []string
 	if server != "" {
 		only = []string{server}
 	}
-	sess, _, code, ok := serverSession(ctx, env, cmd, src, only, cacheDir, stderr)
+	sess, l, code, ok := serverSession(ctx, env, cmd, src, only, cacheDir, stderr)
 	if !ok {
 		return code
 	}
 	defer sess.close(ctx)
+	for _, e := range l.problems() {
+		fmt.Fprintln(stderr, "config error:", e.Error())
+	}
 	servers, err := sess.readyServers(ctx, stderr, cmd)
 	if err != nil {
 		return fail(ctx, stderr, cmd, err)
@@ -250,6 +278,9 @@ func listOrGet(ctx context.Context, env Env, cmd string, src *serverFlags, serve
 		if err := writeJSON(env.Stdout, v); err != nil {
 			return fail(ctx, stderr, cmd, err)
 		}
+	}
+	if lists && (sess.notReady || len(l.usedProblems(only)) > 0) {
+		return exitFailure // said on stderr
 	}
 	return exitOK
 }

@@ -24,8 +24,11 @@ type sessionOptions struct {
 	lazy bool
 	// progress, if set, sees each server's startup.
 	progress progress
-	// logOut receives the sidecar's own warnings.
-	logOut *lockedWriter
+	// logOut receives the sidecar's own warnings; quietStdout leaves out
+	// those about servers' non-JSON stdout lines, for a command that
+	// reports them itself.
+	logOut      *lockedWriter
+	quietStdout bool
 	// authorize, when set, is the host's part of OAuth: the session
 	// declares capabilities.authorization and it answers mcp/authorize.
 	// authorizationTimeout bounds a flow (0: the sidecar's default).
@@ -62,6 +65,9 @@ type session struct {
 	mu      sync.Mutex
 	runs    map[string]*serverRun
 	summary protocol.StartupCompleteParams
+	// notReady is set by readyServers when a server of the session did
+	// not start.
+	notReady bool
 }
 
 func (s *session) run(name string) *serverRun {
@@ -110,6 +116,9 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	complete := make(chan struct{})
 	var completeOnce sync.Once
 	s.h = startHost(ctx, env, opts.logOut, onRequest)
+	if opts.quietStdout {
+		s.h.log.setQuietStdout()
+	}
 	if _, live := opts.progress.(*ttyProgress); live {
 		// Lines printed now would break the live display: they follow it.
 		s.h.log.hold()
@@ -173,7 +182,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 		return nil, err
 	}
 	if s.init, err = s.h.initialize(ctx, init); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("could not start the servers: %w", err))
 	}
 	open := map[string]any{"startup": "eager", "cwd": env.Cwd}
 	if opts.lazy {
@@ -184,7 +193,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	}
 	var opened protocol.SessionOpenResult
 	if err := s.h.call(ctx, protocol.MethodSessionOpen, open, &opened); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("could not start the servers: %w", err))
 	}
 	s.id, s.opened = opened.SessionID, opened.Servers
 	if opts.progress != nil {
@@ -226,13 +235,13 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 		Servers []protocol.ServerCatalog `json:"servers"`
 	}
 	if err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res); err != nil {
-		return toolsListing{}, err
+		return toolsListing{}, fmt.Errorf("listing the tools: %w", err)
 	}
 	out := toolsListing{Servers: res.Servers, Tools: make([]listedTool, 0, len(res.Tools))}
 	for _, raw := range res.Tools {
 		var t protocol.Tool
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return toolsListing{}, fmt.Errorf("tools/list: a tool is not an object: %w", err)
+			return toolsListing{}, fmt.Errorf("listing the tools: a tool is not an object: %w", err)
 		}
 		out.Tools = append(out.Tools, listedTool{Tool: t, Raw: raw})
 	}
@@ -241,8 +250,10 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 
 func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, error) {
 	var res protocol.ServersStatusResult
-	err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res)
-	return res, err
+	if err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res); err != nil {
+		return res, fmt.Errorf("reading the servers' state: %w", err)
+	}
+	return res, nil
 }
 
 // capabilityOf reads the sandbox capability from a server's reported MCP

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +32,73 @@ type loaded struct {
 	servers map[string]*config.ServerConfig // the valid ones
 	names   []string                        // every server name, valid or not, sorted
 	cwd     string
+	// trustProject runs the project's servers no recorded approval
+	// covers (--trust-project).
+	trustProject bool
+}
+
+// untrusted are the project servers that no recorded approval covers
+// and no other definition of the name replaces: found, not started.
+func (l *loaded) untrusted() []config.Untrusted {
+	var out []config.Untrusted
+	for _, u := range l.cfg.Untrusted {
+		if l.cfg.Servers[u.Server] == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// untrustedNote explains why server name is not started when a project
+// file defines it and no approval covers it; "" otherwise.
+func (l *loaded) untrustedNote(name string) string {
+	for _, u := range l.untrusted() {
+		if u.Server == name {
+			return fmt.Sprintf("server %q of %s is not trusted (%s): %s", name, u.Source.Describe(), u.Reason, trustFix([]config.Untrusted{u}))
+		}
+	}
+	return ""
+}
+
+// trustFix says how to run the servers us: approve them in their tool,
+// or pass --trust-project; one the user declined in Claude Code only by
+// undoing that.
+func trustFix(us []config.Untrusted) string {
+	var how []string
+	open, declined := 0, false
+	for _, u := range us {
+		if u.Declined {
+			declined = true
+			continue
+		}
+		open++
+		h := ""
+		switch u.Source.Tool {
+		case config.ToolCodex:
+			h = "trust the project in Codex"
+		case config.ToolClaude:
+			h = "approve %s in Claude Code"
+		}
+		if h != "" && !slices.Contains(how, h) {
+			how = append(how, h)
+		}
+	}
+	them := "them"
+	if open == 1 {
+		them = "it"
+	}
+	var parts []string
+	if open > 0 {
+		fix := "pass --trust-project to run " + them + " this once"
+		if len(how) > 0 {
+			fix = strings.ReplaceAll(strings.Join(how, " or "), "%s", them) + ", or " + fix
+		}
+		parts = append(parts, fix)
+	}
+	if declined {
+		parts = append(parts, "a server declined in Claude Code runs once it is taken out of disabledMcpjsonServers")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // invalid reports the errors of server name's definition.
@@ -44,15 +113,30 @@ func (l *loaded) invalid(name string) []*config.Error {
 func (l *loaded) problems() config.Errors { return l.cfg.Errors }
 func (l *loaded) warnings() config.Errors { return l.cfg.Warnings }
 
+// usedProblems are the config errors that count for a command using the
+// servers only (nil: every server): those of its servers and, when it
+// uses them all, those of whole files. The others are shown and do not
+// change its exit status.
+func (l *loaded) usedProblems(only []string) config.Errors {
+	var out config.Errors
+	for _, e := range l.problems() {
+		if only == nil || slices.Contains(only, e.Server) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // serverFlags say which servers a command for people uses: the config
 // files (--config), or one server given on the command line (--command or
 // --url, with --header and --name), else the files discovery finds.
 type serverFlags struct {
-	config  []string
-	command string
-	url     string
-	headers []string
-	name    string
+	config       []string
+	command      string
+	url          string
+	headers      []string
+	name         string
+	trustProject bool
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -61,15 +145,19 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "try a Streamable HTTP server without a config: its `URL`")
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
 	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
+	fs.BoolVar(&f.trustProject, "trust-project", false, "run this once the servers of the project's own files that you have not approved in their tool")
 }
 
 // load reads the configuration the flags name.
 func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.trustProject && (len(f.config) > 0 || f.command != "" || f.url != "") {
+		return nil, fmt.Errorf("--trust-project is for the files found in the project; --config, --command and --url are always used")
+	}
 	if f.command == "" && f.url == "" {
 		if len(f.headers) > 0 || f.name != "" {
 			return nil, fmt.Errorf("--header and --name go with --command or --url")
 		}
-		return loadConfig(env, f.config), nil
+		return loadConfig(env, f.config, f.trustProject), nil
 	}
 	if f.command != "" && f.url != "" {
 		return nil, fmt.Errorf("give --command or --url, not both")
@@ -113,7 +201,7 @@ func (f *serverFlags) load(env Env) (*loaded, error) {
 		return nil, err
 	}
 	l := &loaded{inline: inline, cwd: env.Cwd}
-	l.cfg = config.Load(nil, inline, env.lookup)
+	l.cfg = config.LoadAs(nil, inline, commandLine, env.lookup)
 	l.servers = l.cfg.Valid()
 	l.names = l.cfg.Names()
 	return l, nil
@@ -181,35 +269,102 @@ func splitWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// nameFromCommand names a server given by --command: its package or
-// script (the last word that is not a flag), without a version.
+// nameFromCommand names a server given by --command after what it runs:
+// the package or script a launcher is given (npx -y @x/server-filesystem
+// /work is server-filesystem; python -m mcp_server_time is
+// mcp_server_time; docker run -i --rm ghcr.io/o/github-mcp-server is
+// github-mcp-server), else the program itself.
 func nameFromCommand(words []string) string {
-	name := words[0]
-	for _, w := range words[1:] {
-		if !strings.HasPrefix(w, "-") {
-			name = w
+	program := trimExt(filepath.Base(words[0]))
+	if !launchers[program] {
+		return serverName(program, "server")
+	}
+	rest := words[1:]
+	if len(rest) > 0 && launcherVerbs[rest[0]] {
+		rest = rest[1:] // uv run, npm exec, pnpm dlx, docker run, go run
+	}
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		switch {
+		case w == "-m" && i+1 < len(rest): // python -m module
+			return serverName(rest[i+1], "server")
+		case valueFlags[w]:
+			i++ // the flag's value
+		case strings.HasPrefix(w, "-"):
+		default:
+			return serverName(packageName(w), "server")
 		}
 	}
-	name = filepath.Base(name)
-	if i := strings.LastIndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
-	return serverName(name, "server")
+	return serverName(program, "server")
 }
 
-// nameFromURL names a server given by --url after its host.
+// launchers run the package or script their first word that is not a
+// flag names.
+var launchers = map[string]bool{
+	"npx": true, "bunx": true, "pnpx": true, "npm": true, "pnpm": true, "yarn": true,
+	"uvx": true, "uv": true, "pipx": true, "python": true, "python3": true,
+	"node": true, "deno": true, "bun": true, "tsx": true, "go": true, "docker": true, "podman": true,
+}
+
+// launcherVerbs are the subcommands of launchers that run something.
+var launcherVerbs = map[string]bool{"run": true, "exec": true, "dlx": true, "x": true, "tool": true}
+
+// valueFlags are launchers' flags whose value is the next word.
+var valueFlags = map[string]bool{
+	"-p": true, "--package": true, "--with": true, "--from": true, "--python": true,
+	"-e": true, "--env": true, "--env-file": true, "-v": true, "--volume": true, "--mount": true,
+	"--name": true, "--network": true, "-w": true, "--workdir": true, "-u": true, "--user": true,
+	"--platform": true, "--entrypoint": true, "-l": true, "--label": true,
+}
+
+// packageName is the name in a package, script or image reference: its
+// last path element without version, tag or extension.
+func packageName(ref string) string {
+	name := filepath.Base(ref)
+	if i := strings.LastIndexByte(name, '@'); i > 0 {
+		name = name[:i] // pkg@1.2.3
+	}
+	if i := strings.IndexByte(name, ':'); i > 0 {
+		name = name[:i] // image:tag
+	}
+	return trimExt(name)
+}
+
+func trimExt(name string) string {
+	switch ext := filepath.Ext(name); ext {
+	case ".js", ".mjs", ".cjs", ".ts", ".py", ".exe", ".cmd", ".bat":
+		return strings.TrimSuffix(name, ext)
+	}
+	return name
+}
+
+// nameFromURL names a server given by --url after its host: mcp.linear.app
+// is linear, api.example.com example; a loopback or IP address, which says
+// nothing of the server, is localhost or the address, with the port.
 func nameFromURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
 		return "server"
 	}
 	host := u.Hostname()
-	if parts := strings.Split(host, "."); len(parts) > 2 && parts[0] == "mcp" {
-		host = parts[1]
-	} else {
-		host = parts[0]
+	if ip := net.ParseIP(host); ip != nil || host == "localhost" {
+		name := host
+		if host == "localhost" || ip.IsLoopback() {
+			name = "localhost"
+		}
+		if port := u.Port(); port != "" {
+			name += "-" + port
+		}
+		return serverName(strings.NewReplacer(".", "-", ":", "-").Replace(name), "server")
 	}
-	return serverName(host, "server")
+	labels := strings.Split(host, ".")
+	if len(labels) > 1 {
+		labels = labels[:len(labels)-1] // the top-level domain
+	}
+	for len(labels) > 1 && slices.Contains([]string{"mcp", "api", "www", "server"}, labels[0]) {
+		labels = labels[1:]
+	}
+	return serverName(labels[0], "server")
 }
 
 // serverName makes s a valid server name (letters, digits, '_', '-').
@@ -231,12 +386,12 @@ func serverName(s, fallback string) string {
 
 // loadConfig reads the --config files, or the files discovery finds, with
 // the loader the sidecar's initialize uses.
-func loadConfig(env Env, files []string) *loaded {
-	l := &loaded{given: files, cwd: env.Cwd}
+func loadConfig(env Env, files []string, trustProject bool) *loaded {
+	l := &loaded{given: files, cwd: env.Cwd, trustProject: trustProject}
 	if len(files) > 0 {
 		l.sources = config.FileSources(files)
 	} else {
-		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup})
+		l.sources, l.looked = config.Discover(config.DiscoverOptions{Home: env.Home, Cwd: env.Cwd, Env: env.lookup, TrustProject: trustProject})
 	}
 	l.cfg = config.Load(l.sources, nil, env.lookup)
 	l.servers = l.cfg.Valid()
@@ -260,8 +415,12 @@ func (l *loaded) describeSources(w io.Writer) {
 			switch {
 			case r.Err != nil:
 				line += ": cannot be used (below)"
+			case len(r.Servers) > 0 && len(r.Untrusted) > 0:
+				line += ": " + strings.Join(r.Servers, ", ") + "; not trusted: " + strings.Join(r.Untrusted, ", ")
 			case len(r.Servers) > 0:
 				line += ": " + strings.Join(r.Servers, ", ")
+			case len(r.Untrusted) > 0:
+				line += ": not trusted: " + strings.Join(r.Untrusted, ", ")
 			default:
 				line += ": no servers"
 			}
@@ -295,7 +454,11 @@ func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[strin
 	case l.given != nil:
 		p["configFiles"] = l.given
 	default:
-		p["configDiscovery"] = map[string]any{"cwd": l.cwd}
+		d := map[string]any{"cwd": l.cwd}
+		if l.trustProject {
+			d["trustProject"] = true
+		}
+		p["configDiscovery"] = d
 	}
 	if cacheDir != "" {
 		p["cacheDir"] = cacheDir
@@ -350,7 +513,7 @@ func readCache(env Env, dir, name string, cfg *config.ServerConfig) cacheState {
 func (c cacheState) short(now time.Time) string {
 	switch c.State {
 	case "hit":
-		return fmt.Sprintf("hit, %d tools, %s old", c.Tools, age(now.Sub(c.ListedAt)))
+		return fmt.Sprintf("hit, %s, %s old", plural(int64(c.Tools), "tool"), age(now.Sub(c.ListedAt)))
 	case "unusable":
 		return "unusable"
 	}

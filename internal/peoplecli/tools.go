@@ -36,8 +36,10 @@ cache, as it does in a harness.
 Config files are as for doctor. By default every enabled server is started;
 --cached starts lazily instead (the mcp_lazy_stdio_startup feature), so a
 stdio server with a cached catalog stays dormant and its cached tools are
-listed. Config errors and startup failures go to stderr; the exit status is
-1 if there were any, 2 for a bad command line.
+listed. Config errors and startup failures go to stderr. Exit status: 0
+when every server listed has a valid config and started, 1 when one of them
+does not (with --server, a config error of another server is shown and does
+not count), 2 for a bad command line, 130 when interrupted.
 
 --search ranks the catalog for QUERY as a harness's tools/search does and
 prints the best --limit tools (default 5) with their score and the first
@@ -98,12 +100,22 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	}
 	for _, e := range l.problems() {
 		fmt.Fprintln(stderr, "config error:", e.Error())
+	}
+	if len(l.usedProblems(only)) > 0 {
 		status = exitFailure
 	}
 	names := slices.Clone([]string(only))
+	for _, u := range l.untrusted() {
+		if len(names) == 0 || slices.Contains(names, u.Server) {
+			fmt.Fprintln(stderr, "mcp-sidecar tools:", l.untrustedNote(u.Server))
+		}
+	}
 	for _, n := range names {
 		if l.servers[n] != nil {
 			continue
+		}
+		if l.untrustedNote(n) != "" {
+			return exitFailure // said above
 		}
 		if slices.Contains(l.names, n) {
 			fmt.Fprintf(stderr, "mcp-sidecar tools: server %q has config errors (above)\n", n)
@@ -201,7 +213,7 @@ func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time)
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s, %s, catalog %s, %d tools; disk cache: %s)\n", s.Name, s.Transport, s.State, s.Catalog, s.Tools, s.Cache.short(now))
+		fmt.Fprintf(w, "%s (%s, %s, catalog %s, %s; disk cache: %s)\n", s.Name, s.Transport, s.State, s.Catalog, plural(int64(s.Tools), "tool"), s.Cache.short(now))
 		if s.Cache.State == "unusable" {
 			fmt.Fprintf(w, "  cache: %s\n", s.Cache.Reason)
 		}
@@ -235,7 +247,7 @@ func searchTools(ctx context.Context, stdout io.Writer, stderr io.Writer, sess *
 	var res protocol.ToolsSearchResult
 	err := sess.h.call(ctx, protocol.MethodToolsSearch, protocol.ToolsSearchParams{SessionID: sess.id, Query: query, Limit: limit}, &res)
 	if err != nil {
-		return fail(ctx, stderr, "tools", err)
+		return fail(ctx, stderr, "tools", fmt.Errorf("searching the tools: %w", err))
 	}
 	if asJSON {
 		if err := writeJSON(stdout, res); err != nil {

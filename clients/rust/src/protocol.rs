@@ -644,7 +644,7 @@ impl<'de> Deserialize<'de> for ConfigDiscoverySourcesItem {
     }
 }
 
-/// Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes).
+/// Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes). Project servers that no approval recorded in their tool covers are not started (ConfigReport.untrusted).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ConfigDiscovery {
     /// Absolute working directory; project files are found from it up to the repository root.
@@ -652,6 +652,9 @@ pub struct ConfigDiscovery {
     /// Only these tools (absent: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<ConfigDiscoverySourcesItem>>,
+    /// Start the project's servers that no recorded approval covers (the host vouches for the project); those the user declined in Claude Code stay off.
+    #[serde(rename = "trustProject", default, skip_serializing_if = "Option::is_none")]
+    pub trust_project: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -857,6 +860,9 @@ pub struct ConfigSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
     pub servers: Vec<String>,
+    /// The servers it defines that no recorded approval covers (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<Vec<String>>,
 }
 
 /// One error or warning of the configuration: file is a path, or "initialize" for inline servers; line and column locate a parse error.
@@ -996,13 +1002,28 @@ pub struct ConfigReplacement {
     pub over: ConfigOrigin,
 }
 
-/// What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored) and replaced definitions.
+/// A server of a discovered project file that is not started: no approval recorded in its tool covers it (Codex's project trust, Claude Code's approval of .mcp.json servers; Cursor and VS Code record none).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigUntrusted {
+    pub server: String,
+    pub source: ConfigOrigin,
+    /// For people: what the tool recorded.
+    pub reason: String,
+    /// The user declined it in its tool (disabledMcpjsonServers): trustProject does not start it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<bool>,
+}
+
+/// What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored), replaced definitions and project servers not trusted.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ConfigReport {
     pub sources: Vec<ConfigSource>,
     pub errors: Vec<ConfigProblem>,
     pub warnings: Vec<ConfigProblem>,
     pub replaced: Vec<ConfigReplacement>,
+    /// Servers of discovered project files that no approval recorded in their tool covers: not configured, not started (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<Vec<ConfigUntrusted>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

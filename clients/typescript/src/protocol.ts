@@ -627,12 +627,14 @@ export interface CreateTaskResult {
   [key: string]: unknown;
 }
 
-/** Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes). */
+/** Find the config files of Codex, Claude Code, Cursor and VS Code from cwd (user, project and local scopes). Project servers that no approval recorded in their tool covers are not started (ConfigReport.untrusted). */
 export interface ConfigDiscovery {
   /** Absolute working directory; project files are found from it up to the repository root. */
   cwd: string;
   /** Only these tools (absent: all). */
   sources?: Array<"codex" | "claude" | "cursor" | "vscode">;
+  /** Start the project's servers that no recorded approval covers (the host vouches for the project); those the user declined in Claude Code stay off. */
+  trustProject?: boolean;
 }
 
 /** One error or warning of the configuration: file is a path, or "initialize" for inline servers; line and column locate a parse error. */
@@ -662,6 +664,8 @@ export interface ConfigSource {
   scope?: "user" | "project" | "local";
   project?: string;
   servers: Array<string>;
+  /** The servers it defines that no recorded approval covers (absent when none). */
+  untrusted?: Array<string>;
 }
 
 /** A server defined again by a later source, whose definition counts. */
@@ -671,12 +675,24 @@ export interface ConfigReplacement {
   over: ConfigOrigin;
 }
 
-/** What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored) and replaced definitions. */
+/** What initialize read: the sources in order, every error (each invalid server's among them), warnings (keys ignored), replaced definitions and project servers not trusted. */
 export interface ConfigReport {
   sources: Array<ConfigSource>;
   errors: Array<ConfigProblem>;
   warnings: Array<ConfigProblem>;
   replaced: Array<ConfigReplacement>;
+  /** Servers of discovered project files that no approval recorded in their tool covers: not configured, not started (absent when none). */
+  untrusted?: Array<ConfigUntrusted>;
+}
+
+/** A server of a discovered project file that is not started: no approval recorded in its tool covers it (Codex's project trust, Claude Code's approval of .mcp.json servers; Cursor and VS Code record none). */
+export interface ConfigUntrusted {
+  server: string;
+  source: ConfigOrigin;
+  /** For people: what the tool recorded. */
+  reason: string;
+  /** The user declined it in its tool (disabledMcpjsonServers): trustProject does not start it. */
+  declined?: boolean;
 }
 
 /** A server's approval configuration for the host to enforce. */
