@@ -62,12 +62,15 @@ func (c *lineConn) SessionID() string { return "" }
 // Close unblocks it by closing the pipe.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for len(c.queue) == 0 {
-		line, err := c.lines.readLine()
+		line, owned, err := c.lines.readLine()
 		if err != nil {
 			return nil, err
 		}
 		if c.raw != nil && c.raw.take(line) {
 			continue // the answer to a call written outside go-sdk
+		}
+		if !owned {
+			line = bytes.Clone(line) // go-sdk's message keeps slices of it
 		}
 		if line[0] == '[' {
 			var items []json.RawMessage

@@ -139,13 +139,18 @@ type answers struct {
 
 func newAnswers() *answers { return &answers{got: map[string][]error{}, ch: make(chan string, 16)} }
 
-func (a *answers) done(name string) func(json.RawMessage, error) {
-	return func(res json.RawMessage, err error) {
+// receiverFunc is a function as a CallReceiver.
+type receiverFunc func(json.RawMessage, error)
+
+func (f receiverFunc) CallEnded(res json.RawMessage, err error) { f(res, err) }
+
+func (a *answers) done(name string) CallReceiver {
+	return receiverFunc(func(res json.RawMessage, err error) {
 		a.mu.Lock()
 		a.got[name] = append(a.got[name], err)
 		a.mu.Unlock()
 		a.ch <- name
-	}
+	})
 }
 
 func (a *answers) wait(t *testing.T, name string) error {

@@ -125,8 +125,9 @@ type Conn struct {
 	started chan struct{}
 	serving atomic.Bool
 
-	mu       sync.Mutex
-	inflight map[string]inflight // by idKey
+	mu sync.Mutex
+	// The requests in flight: numIDs and strIDs, by the key idSlot gives.
+	numIDs, strIDs map[string]inflight
 
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
@@ -146,14 +147,15 @@ type inflight struct {
 // before (their answers are read once Serve runs).
 func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	c := &Conn{
-		in:       newFrameReader(r, opts.MaxFrameBytes),
-		out:      newFrameWriter(w),
-		log:      opts.Logger,
-		rc:       r,
-		wc:       w,
-		closing:  make(chan struct{}),
-		started:  make(chan struct{}),
-		inflight: make(map[string]inflight),
+		in:      newFrameReader(r, opts.MaxFrameBytes),
+		out:     newFrameWriter(w),
+		log:     opts.Logger,
+		rc:      r,
+		wc:      w,
+		closing: make(chan struct{}),
+		started: make(chan struct{}),
+		numIDs:  make(map[string]inflight),
+		strIDs:  make(map[string]inflight),
 
 		uncancellable: opts.Uncancellable,
 	}
@@ -252,16 +254,16 @@ func (c *Conn) dispatch(req *Request) {
 		c.handler.Handle(c.ctx, req)
 		return
 	}
-	key, _ := idKey(req.ID) // the reader let only strings and numbers through
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.mu.Lock()
-	if _, dup := c.inflight[key]; dup {
+	ids, key, _ := c.idSlot(req.ID) // the reader let only strings and numbers through
+	if _, dup := ids[string(key)]; dup {
 		c.mu.Unlock()
 		cancel(nil)
 		c.answer(req.ID, CodeInvalidRequest, KindInvalidRequest, fmt.Sprintf("request id %s is already in flight", req.ID))
 		return
 	}
-	c.inflight[key] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
+	ids[string(key)] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
 	c.mu.Unlock()
 	c.handler.Handle(ctx, req)
 }
@@ -274,14 +276,14 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		c.log.Warn("malformed $/cancelRequest", "params", string(params), "err", err)
 		return
 	}
-	key, ok := idKey(p.ID)
-	if !ok {
-		return
-	}
 	c.mu.Lock()
-	req, ok := c.inflight[key]
+	ids, key, ok := c.idSlot(p.ID)
+	var req inflight
+	if ok {
+		req, ok = ids[string(key)]
+	}
 	if ok && !req.uncancellable {
-		delete(c.inflight, key)
+		delete(ids, string(key))
 	}
 	c.mu.Unlock()
 	if !ok || req.uncancellable {
@@ -295,13 +297,13 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 
 // finish takes the request id out of flight; false if it was not in it.
 func (c *Conn) finish(id json.RawMessage) bool {
-	key, ok := idKey(id)
-	if !ok {
-		return false
-	}
 	c.mu.Lock()
-	req, ok := c.inflight[key]
-	delete(c.inflight, key)
+	ids, key, ok := c.idSlot(id)
+	var req inflight
+	if ok {
+		req, ok = ids[string(key)]
+		delete(ids, string(key))
+	}
 	c.mu.Unlock()
 	if ok {
 		req.cancel(nil)
