@@ -30,8 +30,9 @@ import (
 //
 // A call need not wait in a goroutine of its own (StartToolCall): its line
 // is written without blocking (what the server's input does not take at
-// once goes on a goroutine of the connection), and its answer is handed to
-// a callback on the read path. CallTool waits on that callback.
+// once goes on a goroutine of the connection), in the order of sending
+// (lineConn.send), and its answer is handed to a callback on the read
+// path. CallTool waits on that callback.
 
 // rawCalls are the tools/call requests of one stdio connection written
 // here, waiting for their response lines. The waiting map decides each
@@ -187,9 +188,7 @@ func (rc *rawCalls) start(name string, args json.RawMessage, meta map[string]any
 	// A failed write ends the connection (lineConn.writeErr), and its end
 	// ends this call with the connection's error: the write's error is
 	// not the call's to report.
-	if len(parts) > 1 || !rc.conn.writeNoWait(parts[0], rc.goBG) {
-		rc.goBG(func() { _ = rc.conn.writeParts(parts...) })
-	}
+	rc.conn.send(parts, rc.goBG)
 	return PendingCall{rc: rc, n: n}, nil
 }
 
@@ -340,7 +339,7 @@ const rawWriteInPlace = 64 << 10
 func (rc *rawCalls) cancelled(n uint64, cause error) {
 	reason, _ := json.Marshal(cause.Error())
 	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":%s,"requestId":%s}}`+"\n", reason, appendRawID(nil, n))
-	rc.goBG(func() { _ = rc.conn.writeParts(line) })
+	rc.conn.send([][]byte{line}, rc.goBG) // after the request it cancels
 }
 
 // appendMeta appends meta as a JSON object, keys sorted (as go-sdk's
