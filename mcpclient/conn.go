@@ -100,6 +100,12 @@ type Options struct {
 	// wrapped, its Timeout ignored (streams are long-lived: bound calls
 	// with contexts).
 	HTTPClient *http.Client
+	// Subscriptions lists the resources the connection is subscribed to.
+	// A Streamable HTTP server that forgot the session forgot its
+	// subscriptions with it: the new session subscribes to these before
+	// any other request is sent on it (Handlers.ResubscribeFailed hears of
+	// a refusal). Nil: none. It must not call the Conn.
+	Subscriptions func() []string
 	// OAuth authorizes a Streamable HTTP connection: it supplies the
 	// bearer token of every request and is asked to authorize on 401 and
 	// 403 (package oauth). Nil: no OAuth.
@@ -138,6 +144,9 @@ type Handlers struct {
 	ElicitationComplete func(elicitationID string)
 	// ResourceUpdated sees notifications/resources/updated.
 	ResourceUpdated func(uri string)
+	// ResubscribeFailed is told that a resource of Options.Subscriptions
+	// could not be subscribed to again on a renewed HTTP session, and why.
+	ResubscribeFailed func(uri string, err error)
 	// TaskStatus sees notifications/tasks/status, params as received, in
 	// wire order.
 	TaskStatus func(params json.RawMessage)

@@ -103,6 +103,10 @@ type headerTransport struct {
 	// onTaskStatus sees notifications/tasks/status on every event stream
 	// (go-sdk does not know that notification).
 	onTaskStatus func(json.RawMessage)
+	// subscriptions and resubscribeFailed are Options.Subscriptions and
+	// Handlers.ResubscribeFailed: a renewed session subscribes again.
+	subscriptions     func() []string
+	resubscribeFailed func(uri string, err error)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -221,7 +225,8 @@ func (t *headerTransport) rewrite(req *http.Request) error {
 // send sends req with the session id the server knows now. A 404 for that
 // session (the server restarted, or expired the session) is answered by
 // initializing a new session, once, and sending req again on it; go-sdk
-// keeps using the id it knows and never sees the switch.
+// keeps using the id it knows and never sees the switch. So is a 400 the
+// server confirms is about the session (forgotten).
 func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	outer := req.Header.Get(sessionIDHeader)
 	inner := t.keeper.translate(req)
@@ -231,17 +236,32 @@ func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	}
 	t.noteStatus(req, resp)
 	t.keeper.observe(resp, outer, inner)
-	if resp.StatusCode != http.StatusNotFound || inner == "" || req.Method == http.MethodDelete {
+	notFound := resp.StatusCode == http.StatusNotFound
+	if !notFound && resp.StatusCode != http.StatusBadRequest || inner == "" || req.Method == http.MethodDelete {
 		return resp, nil
 	}
-	// Keep the 404 whole: if no new session can be had, go-sdk gets it and
-	// ends the connection (ErrSessionMissing), as it would without us.
+	// Keep the answer whole: if no new session can be had, go-sdk gets it
+	// and, for a 404, ends the connection (ErrSessionMissing), as it would
+	// without us.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	retry, ok := t.retryRequest(req)
 	if !ok {
 		return resp, nil
+	}
+	if !notFound {
+		// MCP servers answer 404 for a session they no longer know, yet
+		// some answer 400, as for a request without a session (the
+		// TypeScript SDK's examples, server-everything among them). A
+		// ping on the session tells that from a 400 about this request:
+		// only a session refused for a ping too is renewed, and go-sdk
+		// is shown the 404 the server meant.
+		if !t.keeper.forgotten(req.Context(), inner, t) {
+			return resp, nil
+		}
+		t.logger.Info("server answered 400 Bad Request for a session it no longer knows (MCP says 404)", "server", t.server, "url", t.url)
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 	}
 	id, err := t.keeper.renew(req.Context(), inner, t)
 	if err != nil {
@@ -407,7 +427,8 @@ const (
 )
 
 // sessionKeeper lets a connection survive a server that forgets its session
-// (MCP Streamable HTTP: the server answers 404 for an unknown session id).
+// (MCP Streamable HTTP: the server answers 404 for an unknown session id;
+// some answer 400, see send).
 // go-sdk treats that as the end of the connection; the keeper instead
 // replays the handshake it saw (initialize, notifications/initialized) to
 // get a new session, and maps go-sdk's session id (outer) to the one the
@@ -497,9 +518,103 @@ func (k *sessionKeeper) renew(ctx context.Context, stale string, t *headerTransp
 	if err != nil {
 		return "", err
 	}
+	// Still under k.mu: no request reaches the new session before its
+	// subscriptions are in place, so no update is missed for want of one.
+	k.resubscribe(ctx, t, id)
 	k.inner = id
 	return id, nil
 }
+
+// resubscribe subscribes the new session to the resources the forgotten
+// one was subscribed to (MCP: a subscription belongs to a session). A
+// refusal is reported, not fatal: the session works, without that update.
+func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, session string) {
+	if t.subscriptions == nil {
+		return
+	}
+	for i, uri := range t.subscriptions() {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		err := k.call(ctx, t, k.readyHeader, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
+		if err != nil {
+			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, "uri", uri, "err", err)
+			if t.resubscribeFailed != nil {
+				t.resubscribeFailed(uri, err)
+			}
+		}
+	}
+}
+
+// forgotten reports whether the server no longer knows session, which
+// answered a request with 400: it was renewed meanwhile, or the server
+// refuses a ping on it as well (400 or 404).
+func (k *sessionKeeper) forgotten(ctx context.Context, session string, t *headerTransport) bool {
+	k.mu.Lock()
+	current := k.inner
+	var header http.Header
+	if k.readyHeader != nil {
+		header = k.readyHeader.Clone()
+	}
+	k.mu.Unlock()
+	if current != session {
+		return true
+	}
+	if header == nil {
+		return false // no handshake to replay either
+	}
+	var se *statusError
+	err := k.call(ctx, t, header, session, "mcp-sidecar-session-probe", "ping", nil)
+	return errors.As(err, &se) && (se.status == http.StatusBadRequest || se.status == http.StatusNotFound)
+}
+
+// call sends a request of the sidecar's own on session, outside go-sdk
+// (which knows nothing of the renewal), and waits for its answer in the
+// response: with the headers of notifications/initialized (header), and
+// an id go-sdk never uses.
+func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, header http.Header, session, id, method string, params json.RawMessage) error {
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", id, method, params}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = header.Clone()
+	t.currentToken(ctx, req.Header)
+	req.Header.Set(sessionIDHeader, session)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return t.describe(req, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{method: method, status: resp.StatusCode, text: resp.Status}
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	answer, err := responseIn(resp.Body, mt, t.maxMsg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if answer.Error != nil {
+		return fmt.Errorf("%s: %w", method, answer.Error)
+	}
+	return nil
+}
+
+// statusError is an HTTP status that answered one of the keeper's calls.
+type statusError struct {
+	method string
+	status int
+	text   string
+}
+
+func (e *statusError) Error() string { return e.method + ": " + e.text }
 
 // handshake sends initialize and notifications/initialized as go-sdk sent
 // them the first time, and returns the new session id.
@@ -523,14 +638,12 @@ func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (stri
 		return "", errors.New("initialize: the server gave no session id")
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	answer, err := firstMessage(resp.Body, mt, t.maxMsg)
+	answer, err := responseIn(resp.Body, mt, t.maxMsg)
 	if err != nil {
 		return "", fmt.Errorf("initialize: %w", err)
 	}
-	if r, ok := answer.(*jsonrpc.Response); !ok {
-		return "", fmt.Errorf("initialize: answered with a %T", answer)
-	} else if r.Error != nil {
-		return "", fmt.Errorf("initialize: %w", r.Error)
+	if answer.Error != nil {
+		return "", fmt.Errorf("initialize: %w", answer.Error)
 	}
 
 	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.readyBody))
@@ -565,16 +678,17 @@ func (t *headerTransport) currentToken(ctx context.Context, h http.Header) {
 	}
 }
 
-// firstMessage reads the first JSON-RPC message of a response body, a JSON
-// body or an event stream.
-func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, error) {
+// responseIn reads the response of a response body, a JSON body or an
+// event stream; the requests and notifications a stream may carry before
+// it (a server's log, progress) are skipped.
+func responseIn(body io.Reader, mediaType string, max int) (*jsonrpc.Response, error) {
 	switch mediaType {
 	case "application/json":
 		data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
 		if err != nil {
 			return nil, err
 		}
-		return jsonrpc.DecodeMessage(data)
+		return asResponse(jsonrpc.DecodeMessage(data))
 	case "text/event-stream":
 		sc := bufio.NewScanner(body)
 		sc.Buffer(make([]byte, 0, 64<<10), max)
@@ -583,7 +697,10 @@ func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, e
 			line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
 			if len(line) == 0 {
 				if len(data) > 0 {
-					return jsonrpc.DecodeMessage(data)
+					if r, ok := isResponse(data); ok {
+						return r, nil
+					}
+					data = data[:0]
 				}
 				continue
 			}
@@ -597,12 +714,29 @@ func firstMessage(body io.Reader, mediaType string, max int) (jsonrpc.Message, e
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
-		if len(data) > 0 {
-			return jsonrpc.DecodeMessage(data)
+		if r, ok := isResponse(data); ok {
+			return r, nil
 		}
-		return nil, errors.New("the event stream ended without a message")
+		return nil, errors.New("the event stream ended without a response")
 	}
 	return nil, fmt.Errorf("unexpected content type %q", mediaType)
+}
+
+func isResponse(data []byte) (*jsonrpc.Response, bool) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	r, ok := msg.(*jsonrpc.Response)
+	return r, err == nil && ok
+}
+
+func asResponse(msg jsonrpc.Message, err error) (*jsonrpc.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return nil, fmt.Errorf("answered with a %T", msg)
+	}
+	return r, nil
 }
 
 // deliverRaw hands a message to the sink if it answers one of its calls.
@@ -778,7 +912,8 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
 		logger:     c.opts.Logger,
 		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
-		oauth: c.opts.OAuth,
+		oauth:         c.opts.OAuth,
+		subscriptions: c.opts.Subscriptions, resubscribeFailed: c.opts.Handlers.ResubscribeFailed,
 	}
 	c.http = ht
 	client.Transport = ht

@@ -139,7 +139,21 @@ type restartingServer struct {
 	// forget404 makes every request with a session id answer 404, as a
 	// server that loses each session at once.
 	forget404 bool
+	// unknown400 answers a request on a session the current handler did
+	// not give out 400, with server-everything's body (its Streamable HTTP
+	// transport, after the TypeScript SDK's examples, answers so instead
+	// of MCP's 404); forget400 answers every request with a session so.
+	unknown400, forget400 bool
+	current               map[string]bool // sessions the current handler gave out
+	// reject400 answers a request whose body it matches 400 Bad Request,
+	// on a session the server knows.
+	reject400 func(body []byte) bool
+	pings     int // ping requests seen
 }
+
+// unknownSessionBody is what server-everything answers, 400, for a session
+// it does not know (express without a body parser: no id).
+const unknownSessionBody = `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`
 
 func newRestartingServer(t *testing.T, jsonResponse bool) *restartingServer {
 	t.Helper()
@@ -177,9 +191,23 @@ func (rs *restartingServer) serve(w http.ResponseWriter, r *http.Request) {
 		rs.deletes = append(rs.deletes, sid)
 	}
 	forget := rs.forget404 && sid != ""
+	if bytes.Contains(body, []byte(`"method":"ping"`)) {
+		rs.pings++
+	}
+	unknown := sid != "" && (rs.forget400 || rs.unknown400 && !rs.current[sid])
+	reject := rs.reject400 != nil && rs.reject400(body)
 	rs.mu.Unlock()
-	if forget {
+	switch {
+	case forget:
 		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	case unknown:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, unknownSessionBody)
+		return
+	case reject:
+		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
 	rec := &sessionRecorder{ResponseWriter: w, rs: rs}
@@ -201,6 +229,10 @@ func (s *sessionRecorder) WriteHeader(code int) {
 			if !slices.Contains(s.rs.sessions, id) {
 				s.rs.sessions = append(s.rs.sessions, id)
 			}
+			if s.rs.current == nil {
+				s.rs.current = map[string]bool{}
+			}
+			s.rs.current[id] = true
 			s.rs.mu.Unlock()
 		}
 	}
@@ -227,6 +259,7 @@ func (rs *restartingServer) restart() {
 	rs.mu.Lock()
 	old := rs.mcp
 	rs.mcp, rs.handler = rs.newHandler()
+	rs.current = nil
 	rs.mu.Unlock()
 	for ss := range old.Sessions() {
 		ss.Close()
@@ -319,6 +352,81 @@ func TestHTTPSessionForgottenAgainIsConnectionLost(t *testing.T) {
 		t.Errorf("%d initialize requests, want 2: one renewal, then give up", inits)
 	}
 	<-c.Done()
+}
+
+// A server that answers 400 rather than MCP's 404 for a session it does
+// not know (server-everything after a restart) is re-initialized too, once
+// a ping on the session confirms it; a 400 about the request itself is
+// left as it is.
+func TestHTTPServerAnswering400ForItsSession(t *testing.T) {
+	t.Run("restart", func(t *testing.T) {
+		rs := newRestartingServer(t, true)
+		rs.unknown400 = true
+		// Fresh connections, as in TestHTTPServerRestartReinitializesOnce.
+		tr := &http.Transport{DisableKeepAlives: true}
+		c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}, HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rs.restart()
+		res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+		if err != nil {
+			t.Fatalf("call after a restart that answers 400: %v", err)
+		}
+		if !bytes.Contains(res, []byte(`"ok"`)) {
+			t.Errorf("result %s", res)
+		}
+		select {
+		case <-c.Done():
+			t.Fatalf("connection ended: %v", c.Err())
+		default:
+		}
+		if inits, _, _ := rs.counts(); inits != 2 {
+			t.Errorf("%d initialize requests, want 2", inits)
+		}
+	})
+
+	t.Run("bad request", func(t *testing.T) {
+		rs := newRestartingServer(t, true)
+		rs.reject400 = func(body []byte) bool { return bytes.Contains(body, []byte(`"reject"`)) }
+		c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.CallTool(testCtx(t), "echo", json.RawMessage(`{"reject":true}`), nil); err == nil {
+			t.Fatal("a call the server answered 400 succeeded")
+		}
+		rs.mu.Lock()
+		pings := rs.pings
+		rs.mu.Unlock()
+		inits, _, _ := rs.counts()
+		if pings != 1 || inits != 1 {
+			t.Errorf("%d pings and %d initialize requests, want 1 ping (the session is known) and no new session", pings, inits)
+		}
+	})
+
+	t.Run("forgotten again", func(t *testing.T) {
+		rs := newRestartingServer(t, true)
+		c, err := Connect(testCtx(t), Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		rs.mu.Lock()
+		rs.forget400 = true
+		rs.mu.Unlock()
+		_, err = c.CallTool(testCtx(t), "echo", nil, nil)
+		// go-sdk is shown the 404 the server meant: the session is gone.
+		if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "session not found") {
+			t.Fatalf("err = %v, want ErrConnectionLost saying the session was not found", err)
+		}
+		if inits, _, _ := rs.counts(); inits != 2 {
+			t.Errorf("%d initialize requests, want 2: one renewal, then give up", inits)
+		}
+		<-c.Done()
+	})
 }
 
 func TestHTTPCloseDeletesSession(t *testing.T) {

@@ -166,6 +166,66 @@ func TestURLElicitation(t *testing.T) {
 			t.Errorf("a form elicitation reached a url-only host: %s", res)
 		}
 	})
+
+	t.Run("url refused when only form was declared", func(t *testing.T) {
+		h2 := newHarness(t)
+		h2.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+			t.Error("the host was asked for a URL elicitation it does not handle")
+			return nil, nil
+		}
+		h2.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{
+			"capabilities": map[string]any{"elicitation": true},
+		})
+		sid := h2.open(map[string]any{"startup": "eager"}).SessionID
+		res, err := h2.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__consent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(res), "isError") {
+			t.Errorf("a URL elicitation reached a form-only host: %s", res)
+		}
+	})
+
+	t.Run("url refused by the sidecar when a server asks a form-only host anyway", func(t *testing.T) {
+		// go-sdk's server does not send what the client did not declare; a
+		// raw server does.
+		h2 := newHarness(t)
+		h2.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+			t.Error("the host was asked for a URL elicitation it does not handle")
+			return nil, nil
+		}
+		raw := fixture.Spec{Raw: &fixture.RawSpec{AskOnCall: json.RawMessage(`{"jsonrpc":"2.0","method":"elicitation/create",` +
+			`"params":{"mode":"url","url":"https://example.com/consent","message":"open the link","elicitationId":"e-3"}}`)}}
+		h2.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", raw)}, map[string]any{
+			"capabilities": map[string]any{"elicitation": true},
+		})
+		sid := h2.open(map[string]any{"startup": "eager"}).SessionID
+		res, err := h2.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(res, &out); err != nil || len(out.Content) != 1 {
+			t.Fatalf("result %s: %v", res, err)
+		}
+		var answer struct {
+			ID    string `json:"id"`
+			Error struct {
+				Code    int64  `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(out.Content[0].Text), &answer); err != nil {
+			t.Fatalf("the server got %q: %v", out.Content[0].Text, err)
+		}
+		if answer.ID != fixture.AskID || answer.Error.Code != -32602 || !strings.Contains(answer.Error.Message, `"url"`) {
+			t.Errorf("the server got %s, want -32602 naming the url mode", out.Content[0].Text)
+		}
+	})
 }
 
 func TestTaskAugmentedCalls(t *testing.T) {
@@ -176,9 +236,15 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		tool("plain", fixture.BehaviorEcho),
 	}
 	h := newHarness(t)
-	spec := fixture.Spec{RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+	spec := fixture.Spec{RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)},
+		Capabilities: map[string]json.RawMessage{"tasks": json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)}}
+	// The same tools on a server that does not declare task-augmented
+	// tools/call.
+	noTasksRaw := tempFile(t, "notasks.log")
+	noTasks := fixture.Spec{RawLogFile: noTasksRaw, Tools: tools}
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec), "n": fixture.Config("n", noTasks)}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(sid, 0)
 
 	t.Run("required without task is refused", func(t *testing.T) {
 		_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__research"})
@@ -192,6 +258,27 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		je, _ := h.wantCode(err, protocol.CodeInvalidParams)
 		if !strings.Contains(je.Message, `"forbidden"`) {
 			t.Errorf("message %q", je.Message)
+		}
+	})
+	t.Run("task refused by a server without tasks.requests.tools.call", func(t *testing.T) {
+		for _, name := range []string{"mcp__n__maybe", "mcp__n__research"} {
+			_, err := h.callTool(map[string]any{"sessionId": sid, "name": name, "task": map[string]any{}})
+			je, data := h.wantCode(err, protocol.CodeInvalidParams)
+			if !strings.Contains(je.Message, "tasks.requests.tools.call") || data.Server != "n" {
+				t.Errorf("%s: message %q, data %+v: want the missing capability named", name, je.Message, data)
+			}
+		}
+		for _, line := range fixture.ReadLines(noTasksRaw) {
+			if strings.Contains(line, `"tools/call"`) {
+				t.Errorf("a refused call reached the server: %s", line)
+			}
+		}
+	})
+	t.Run("taskSupport is not considered without the capability", func(t *testing.T) {
+		// MCP: without tasks.requests.tools.call a client uses no task on
+		// the server's tools, whatever their taskSupport.
+		if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__n__research"}); err != nil {
+			t.Fatalf("a call without task to a server that takes none: %v", err)
 		}
 	})
 	t.Run("task must be an object", func(t *testing.T) {
@@ -287,5 +374,31 @@ func TestResourceSubscriptionsSurviveACrash(t *testing.T) {
 	h.waitForSince(mark, "update of a from the restarted server", resourceUpdated(sid, "file:///a"))
 	if diff := cmp.Diff([]string{"subscribe file:///a", "subscribe file:///a"}, fixture.ReadLines(events)); diff != "" {
 		t.Errorf("server events (-want +got):\n%s", diff)
+	}
+}
+
+// A task-augmented call is answered with the server's CreateTaskResult as
+// it sent it: key order, big numbers, escapes and members MCP does not
+// define survive.
+func TestCreateTaskResultAsSent(t *testing.T) {
+	const created = `{"task":{"status":"working","taskId":"t-1","ttl":60000,"createdAt":"2026-01-01T00:00:00Z",` +
+		`"lastUpdatedAt":"2026-01-01T00:00:00Z","pollInterval":1000,"x-big":123456789012345678901234567890,"x-num":1.50,"x-esc":"caf\u00e9 <&>"},` +
+		`"_meta":{"z":1,"io.modelcontextprotocol/model-immediate-response":"working on it"}}`
+	spec := fixture.Spec{
+		Capabilities: map[string]json.RawMessage{"tasks": json.RawMessage(`{"requests":{"tools":{"call":{}}}}`)},
+		Raw: &fixture.RawSpec{
+			Tools:   json.RawMessage(`[{"name":"research","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]`),
+			Results: map[string]json.RawMessage{"tools/call": json.RawMessage(created)},
+		},
+	}
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	res, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__research", "task": map[string]any{"ttl": 60000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(t, string(res)); got != created {
+		t.Errorf("CreateTaskResult\n got %s\nwant %s", got, created)
 	}
 }

@@ -40,6 +40,7 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		MaxServerRequests: env.maxServerRequests,
 		Reaper:            srv.opts.Reaper,
 		Background:        sc.background,
+		Subscriptions:     sc.subscriptions,
 	}
 	// A new connection starts its count of skipped stdout lines afresh.
 	sc.mu.Lock()
@@ -88,9 +89,10 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		ElicitationComplete: func(id string) {
 			srv.notify(protocol.NotifyElicitationComplete, protocol.ElicitationCompleteParams{SessionID: sess.id, Server: sc.name, ElicitationID: id})
 		},
-		ResourceUpdated: sc.onResourceUpdated,
-		TaskStatus:      sc.onTaskStatus,
-		ToolListChanged: sc.onToolListChanged,
+		ResourceUpdated:   sc.onResourceUpdated,
+		ResubscribeFailed: sc.resubscribeFailed,
+		TaskStatus:        sc.onTaskStatus,
+		ToolListChanged:   sc.onToolListChanged,
 		ResourceListChanged: func() {
 			sc.mu.Lock()
 			sc.resourceGen++

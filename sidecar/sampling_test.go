@@ -65,13 +65,13 @@ func TestServerCancellationReachesHost(t *testing.T) {
 	} {
 		t.Run(c.behavior, func(t *testing.T) {
 			h := newHarness(t)
-			arrived := make(chan struct{})
+			arrived := make(chan json.RawMessage, 1) // the request's id
 			ended := make(chan error, 1)
 			h.onRequest = func(ctx context.Context, method string, _ json.RawMessage) (any, error) {
 				if method != c.method {
 					t.Errorf("host got %s, want %s", method, c.method)
 				}
-				close(arrived)
+				arrived <- hostclient.RequestID(ctx)
 				<-ctx.Done()
 				ended <- ctx.Err()
 				return nil, ctx.Err()
@@ -86,7 +86,10 @@ func TestServerCancellationReachesHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-arrived
+			asked := <-arrived
+			if len(asked) == 0 {
+				t.Fatalf("%s came without an id", c.method)
+			}
 			if err := h.client.Cancel(h.ctx, id); err != nil {
 				t.Fatal(err)
 			}
@@ -94,9 +97,16 @@ func TestServerCancellationReachesHost(t *testing.T) {
 			if err := <-ended; err == nil {
 				t.Fatal("host request not cancelled")
 			}
-			h.waitFor("$/cancelRequest from the sidecar", func(n hostclient.Notification) bool {
+			n := h.waitFor("$/cancelRequest from the sidecar", func(n hostclient.Notification) bool {
 				return n.Method == protocol.MethodCancelRequest
 			})
+			var p protocol.CancelParams
+			if err := json.Unmarshal(n.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			if string(p.ID) != string(asked) {
+				t.Errorf("$/cancelRequest names id %s, want %s, the id of the %s it cancels", p.ID, asked, c.method)
+			}
 		})
 	}
 }

@@ -14,7 +14,8 @@ import (
 // A session's resource subscriptions live in its serverConn (subscribed):
 // they outlive a connection, so that each new connection to the server (a
 // reconnect, a restart after a crash) subscribes again before the server is
-// ready, and they end with the session.
+// ready, and so does a renewed HTTP session (mcpclient asks subscriptions),
+// and they end with the session.
 
 func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage) (result, error) {
 	p, err := decodeSubscribe(params)
@@ -81,14 +82,25 @@ func decodeSubscribe(params json.RawMessage) (protocol.ResourceSubscribeParams, 
 // resubscribe subscribes a new connection to the session's resources. A
 // refusal is reported, not fatal: the server runs, without that update.
 func (sc *serverConn) resubscribe(ctx context.Context, conn *mcpclient.Conn) {
-	sc.mu.Lock()
-	uris := slices.Sorted(maps.Keys(sc.subscribed))
-	sc.mu.Unlock()
-	for _, uri := range uris {
+	for _, uri := range sc.subscriptions() {
 		if err := conn.Subscribe(ctx, uri); err != nil {
 			sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("resource %q of server %q not subscribed again after a new connection: %v", uri, sc.name, err))
 		}
 	}
+}
+
+// subscriptions are the URIs the session is subscribed to on the server,
+// sorted.
+func (sc *serverConn) subscriptions() []string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return slices.Sorted(maps.Keys(sc.subscribed))
+}
+
+// resubscribeFailed reports a subscription a renewed HTTP session of the
+// server refused.
+func (sc *serverConn) resubscribeFailed(uri string, err error) {
+	sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("resource %q of server %q not subscribed again after the server forgot the MCP session: %v", uri, sc.name, err))
 }
 
 // onResourceUpdated forwards a server's notifications/resources/updated

@@ -47,13 +47,22 @@ func (s *Server) tasksList(ctx context.Context, params json.RawMessage) (result,
 	})
 }
 
-// checkTaskMode refuses a call whose use of task does not match the tool's
-// execution.taskSupport: "required" needs task, and a tool that does not
-// say "optional" or "required" takes none (MCP: a client must not ask
-// such a tool for a task).
-func checkTaskMode(sc *serverConn, t catalog.Tool, task json.RawMessage) error {
+// checkTaskMode refuses a call whose use of task does not match what the
+// server and the tool declared (MCP 2025-11-25, tasks, "Tool-Level
+// Negotiation"): a server whose capabilities lack tasks.requests.tools.call
+// takes no task, whatever its tools say, and its tools' taskSupport is not
+// considered; otherwise "required" needs task, and a tool that does not say
+// "optional" or "required" takes none.
+func checkTaskMode(sc *serverConn, conn *mcpclient.Conn, t catalog.Tool, task json.RawMessage) error {
 	support := t.TaskSupport
 	withTask := hasTask(task)
+	if (withTask || support == "required") && !taskToolCalls(conn.Capabilities()) {
+		if !withTask {
+			return nil
+		}
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
+			fmt.Sprintf("server %q does not take task-augmented calls (its capabilities have no tasks.requests.tools.call): call tool %q without task", sc.name, t.Name)).WithServer(sc.name, t.Name)
+	}
 	switch {
 	case support == "required" && !withTask:
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
@@ -68,6 +77,25 @@ func checkTaskMode(sc *serverConn, t catalog.Tool, task json.RawMessage) error {
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "task must be a JSON object ({} or {\"ttl\": milliseconds})")
 	}
 	return nil
+}
+
+// taskToolCalls reports whether server capabilities declare
+// tasks.requests.tools.call.
+func taskToolCalls(caps json.RawMessage) bool {
+	var c struct {
+		Tasks struct {
+			Requests struct {
+				Tools struct {
+					Call json.RawMessage `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	}
+	if json.Unmarshal(caps, &c) != nil {
+		return false
+	}
+	call := c.Tasks.Requests.Tools.Call
+	return len(call) > 0 && string(call) != "null"
 }
 
 // hasTask reports whether a tools/call's task member asks for a task

@@ -101,7 +101,7 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wa
 	if err := tc.sc.checkBinding(&tc.bound); err != nil {
 		return err
 	}
-	if err := checkTaskMode(tc.sc, tc.bound, p.Task); err != nil {
+	if err := checkTaskMode(tc.sc, tc.conn, tc.bound, p.Task); err != nil {
 		return err
 	}
 	if !hasTask(p.Task) {

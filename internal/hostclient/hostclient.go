@@ -76,6 +76,7 @@ func (c *Client) handle(ctx context.Context, req *protocol.Request) {
 	}
 	// Answer requests off the read loop, as a host must: the answer may
 	// need the user, and responses to our own calls arrive on this loop.
+	ctx = context.WithValue(ctx, requestIDKey{}, req.ID)
 	c.wg.Go(func() {
 		var res any
 		err := error(protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "host does not handle "+req.Method))
@@ -88,6 +89,16 @@ func (c *Client) handle(ctx context.Context, req *protocol.Request) {
 		}
 		_ = c.conn.Reply(req.ID, res)
 	})
+}
+
+type requestIDKey struct{}
+
+// RequestID is the id of the sidecar's request an OnRequest ctx belongs
+// to, as the sidecar wrote it (what its $/cancelRequest names); nil for
+// another ctx.
+func RequestID(ctx context.Context) json.RawMessage {
+	id, _ := ctx.Value(requestIDKey{}).(json.RawMessage)
+	return id
 }
 
 // Call sends a request and decodes its result into result (nil: ignored;
