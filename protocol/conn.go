@@ -119,15 +119,20 @@ type Conn struct {
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
 
-	// Set once by Serve, before started is closed.
+	// Set once by Serve, before started is closed. base is ctx without its
+	// cancellation: a request's context derives from it, so that the two
+	// read loops do not register every request with ctx (and contend for
+	// its lock); when ctx ends, Serve cancels the requests in flight.
 	handler Handler
 	ctx     context.Context
+	base    context.Context
 	started chan struct{}
 	serving atomic.Bool
 
 	mu sync.Mutex
 	// The requests in flight: numIDs and strIDs, by the key idSlot gives.
 	numIDs, strIDs map[string]inflight
+	ended          error // Serve's context ended, with this cause
 
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
@@ -186,8 +191,11 @@ func (c *Conn) Serve(ctx context.Context, h Handler) error {
 	if !c.serving.CompareAndSwap(false, true) {
 		return errors.New("protocol: Serve called twice")
 	}
-	c.handler, c.ctx = h, ctx
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	c.handler, c.ctx, c.base = h, ctx, context.WithoutCancel(ctx)
+	stop := context.AfterFunc(ctx, func() {
+		c.cancelInflight(context.Cause(ctx))
+		c.Close()
+	})
 	defer stop()
 	close(c.started)
 	<-c.calls.DisconnectNotify()
@@ -254,8 +262,11 @@ func (c *Conn) dispatch(req *Request) {
 		c.handler.Handle(c.ctx, req)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := context.WithCancelCause(c.base)
 	c.mu.Lock()
+	if c.ended != nil {
+		cancel(c.ended) // Serve's context ended while this was read
+	}
 	ids, key, _ := c.idSlot(req.ID) // the reader let only strings and numbers through
 	if _, dup := ids[string(key)]; dup {
 		c.mu.Unlock()
@@ -292,6 +303,24 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 	req.cancel(ErrRequestCancelled)
 	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled")); err != nil {
 		c.log.Debug("cancellation not written", "id", string(req.id), "err", err)
+	}
+}
+
+// cancelInflight cancels the context of every request in flight, and of
+// those read from now on, with cause: Serve's context ended. They stay in
+// flight: their handlers answer as they end.
+func (c *Conn) cancelInflight(cause error) {
+	c.mu.Lock()
+	c.ended = cause
+	var cancels []context.CancelCauseFunc
+	for _, ids := range []map[string]inflight{c.numIDs, c.strIDs} {
+		for _, r := range ids {
+			cancels = append(cancels, r.cancel)
+		}
+	}
+	c.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(cause)
 	}
 }
 

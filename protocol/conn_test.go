@@ -657,6 +657,43 @@ func TestCancelRequest(t *testing.T) {
 			t.Errorf("request context's cause: %v, want ErrRequestCancelled", cause)
 		}
 	})
+	t.Run("Serve's context ends", func(t *testing.T) {
+		// A request in flight when Serve's context ends has its context
+		// cancelled with that context's cause, and so has one read after.
+		hostR, hostW := io.Pipe()
+		defer hostW.Close()
+		c := NewConn(hostR, io.Discard, ConnOptions{})
+		got := make(chan context.Context, 2)
+		serveCtx, stop := context.WithCancelCause(context.Background())
+		cause := errors.New("the sidecar is stopping")
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c.Serve(serveCtx, HandlerFunc(func(ctx context.Context, req *Request) {
+				if !req.IsNotification() {
+					got <- ctx
+				}
+			}))
+		}()
+		io.WriteString(hostW, frameOf(`{"jsonrpc":"2.0","id":1,"method":"hold"}`))
+		inFlight := <-got
+		stop(cause)
+		<-served
+		select {
+		case <-inFlight.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request's context did not end with Serve's")
+		}
+		if got := context.Cause(inFlight); !errors.Is(got, cause) {
+			t.Errorf("cause %v, want %v", got, cause)
+		}
+		c.mu.Lock()
+		ended := c.ended
+		c.mu.Unlock()
+		if !errors.Is(ended, cause) {
+			t.Errorf("requests read after the end would not be cancelled (ended = %v)", ended)
+		}
+	})
 	t.Run("uncancellable methods", func(t *testing.T) {
 		held := make(chan *Request, 1)
 		p := startConn(t, ConnOptions{Uncancellable: []string{"hold"}}, held)
