@@ -49,7 +49,14 @@ type lineConn struct {
 	raw   *rawCalls
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
+	// The server's input takes one writer at a time, and messages in the
+	// order they were sent (a notifications/cancelled never overtakes its
+	// request): wmu guards writing, which the one writing holds, and
+	// outbox, the messages sent meanwhile, which the holder writes before
+	// it lets go.
 	wmu         sync.Mutex
+	writing     bool
+	outbox      []outgoing
 	w           io.WriteCloser
 	writeFailed func(error)
 
@@ -62,12 +69,15 @@ func (c *lineConn) SessionID() string { return "" }
 // Close unblocks it by closing the pipe.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for len(c.queue) == 0 {
-		line, err := c.lines.readLine()
+		line, owned, err := c.lines.readLine()
 		if err != nil {
 			return nil, err
 		}
 		if c.raw != nil && c.raw.take(line) {
 			continue // the answer to a call written outside go-sdk
+		}
+		if !owned {
+			line = bytes.Clone(line) // go-sdk's message keeps slices of it
 		}
 		if line[0] == '[' {
 			var items []json.RawMessage
@@ -207,23 +217,79 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
+// outgoing is a message waiting for the server's input: its parts, the
+// last ending with the newline, and for a sender that waits, where its
+// write's error goes.
+type outgoing struct {
+	parts [][]byte
+	done  chan error // nil: nobody waits
+}
+
+// Write writes go-sdk's message, after the messages sent before it, and
+// waits until it is written.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	// A large message (a 1 MiB argument) goes out as it is; its newline
+	// follows in a second write rather than a copy.
+	parts := [][]byte{append(data, '\n')}
 	if len(data) > 64<<10 {
-		// A large message (a 1 MiB argument) goes out as it is; its
-		// newline follows in a second write rather than a copy.
-		if _, err = c.w.Write(data); err == nil {
-			_, err = c.w.Write([]byte{'\n'})
-		}
-	} else {
-		_, err = c.w.Write(append(data, '\n'))
+		parts = [][]byte{data, {'\n'}}
 	}
-	return c.writeErr(err)
+	return c.writeParts(parts...)
+}
+
+// writeParts writes one message given in parts, the last ending with the
+// newline, after the messages sent before it, and waits until it is
+// written.
+func (c *lineConn) writeParts(parts ...[]byte) error {
+	c.wmu.Lock()
+	if c.writing {
+		done := make(chan error, 1)
+		c.outbox = append(c.outbox, outgoing{parts, done})
+		c.wmu.Unlock()
+		return <-done
+	}
+	c.writing = true
+	c.wmu.Unlock()
+	err := c.writeOut(parts)
+	c.drain() // what was sent meanwhile, before letting go
+	return err
+}
+
+// writeOut writes parts with blocking writes. Only the one writing calls
+// it.
+func (c *lineConn) writeOut(parts [][]byte) error {
+	for _, p := range parts {
+		if _, err := c.w.Write(p); err != nil {
+			return c.writeErr(err)
+		}
+	}
+	return nil
+}
+
+// drain writes the queued messages in order, then lets go of writing.
+// Only the one writing calls it.
+func (c *lineConn) drain() {
+	for {
+		c.wmu.Lock()
+		if len(c.outbox) == 0 {
+			c.writing = false
+			c.outbox = nil // a burst's backlog is not kept
+			c.wmu.Unlock()
+			return
+		}
+		m := c.outbox[0]
+		c.outbox[0] = outgoing{}
+		c.outbox = c.outbox[1:]
+		c.wmu.Unlock()
+		err := c.writeOut(m.parts)
+		if m.done != nil {
+			m.done <- err
+		}
+	}
 }
 
 // writeErr says what a failed write means: os.ErrClosed, that we closed
@@ -240,54 +306,75 @@ func (c *lineConn) writeErr(err error) error {
 	return err
 }
 
-// writeParts writes one message given in parts, in order, under the write
-// lock; the last part ends with the newline.
-func (c *lineConn) writeParts(parts ...[]byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	for _, p := range parts {
-		if _, err := c.w.Write(p); err != nil {
-			return c.writeErr(err)
-		}
-	}
-	return nil
-}
-
 // noWaitWriter writes what the server's input takes at once (stdin's
 // onceCloser).
 type noWaitWriter interface {
 	writeNoWait(b []byte) int
 }
 
-// writeNoWait writes msg, one whole message, without blocking its caller
-// (the host's read loop sends tools/call this way, and one server that does
-// not read its input must not hold up the others): what the server's input
-// takes at once is written here, the rest by a goroutine that spawn starts,
-// which holds the write lock until it is done, so that no other message
-// comes between. It reports false, having written nothing, when it cannot
-// try: the lock is held, or the writer has no way to write without
-// blocking; the caller then writes from a goroutine. spawn reports false
-// when the connection ended (nothing more is written then).
-func (c *lineConn) writeNoWait(msg []byte, spawn func(func()) bool) bool {
-	nw, ok := c.w.(noWaitWriter)
-	if !ok || !c.wmu.TryLock() {
-		return false
-	}
-	n := nw.writeNoWait(msg)
-	if n == len(msg) {
+// send sends one message given in parts (the last ending with the
+// newline) without blocking its caller: the host's read loop sends
+// tools/call this way, and one server that does not read its input must
+// not hold up the others. It is written after every message sent before
+// it. What the server's input takes at once is written here; the rest,
+// and anything sent while another write is under way, by the one writing
+// or by a goroutine that spawn starts. spawn reports false when the
+// connection ended: nothing more is written then. A failed write ends
+// the connection (writeFailed), which is how a sender learns of it.
+func (c *lineConn) send(parts [][]byte, spawn func(func()) bool) {
+	c.wmu.Lock()
+	if c.writing {
+		c.outbox = append(c.outbox, outgoing{parts: parts})
 		c.wmu.Unlock()
-		return true
+		return
 	}
-	rest := msg[n:]
+	c.writing = true
+	c.wmu.Unlock()
+	if nw, ok := c.w.(noWaitWriter); ok {
+		for len(parts) > 0 {
+			n := nw.writeNoWait(parts[0])
+			if n < len(parts[0]) {
+				parts[0] = parts[0][n:]
+				break
+			}
+			parts = parts[1:]
+		}
+	}
+	c.wmu.Lock()
+	if len(parts) == 0 && len(c.outbox) == 0 {
+		c.writing = false
+		c.wmu.Unlock()
+		return
+	}
+	c.wmu.Unlock()
 	if !spawn(func() {
-		defer c.wmu.Unlock()
-		_, err := c.w.Write(rest)
-		_ = c.writeErr(err)
+		if len(parts) > 0 {
+			_ = c.writeOut(parts)
+		}
+		c.drain()
 	}) {
-		c.wmu.Unlock()
+		c.abandon()
 	}
-	return true
 }
+
+// abandon lets go of writing when the connection ended under the one
+// writing: queued messages are not written, and their senders learn why.
+func (c *lineConn) abandon() {
+	c.wmu.Lock()
+	q := c.outbox
+	c.outbox = nil
+	c.writing = false
+	c.wmu.Unlock()
+	for _, m := range q {
+		if m.done != nil {
+			m.done <- errConnEnded
+		}
+	}
+}
+
+// errConnEnded is the write error of a message the connection ended
+// before it could be written.
+var errConnEnded = errors.New("the connection ended before the message was written")
 
 func (c *lineConn) Close() error {
 	var err error

@@ -89,13 +89,16 @@ func newLineReader(f *os.File, opts *Options) *lineReader {
 	}
 }
 
-// readLine returns the next JSON line, without its newline; the caller
-// owns it.
-func (l *lineReader) readLine() ([]byte, error) {
+// readLine returns the next JSON line, without its newline. owned reports
+// whether the line is the caller's to keep; otherwise it is valid until
+// the next call (the reader's buffer), and a caller that keeps it copies
+// it: the answer to a raw call is written to the host before the next
+// line is read, and needs no copy.
+func (l *lineReader) readLine() (line []byte, owned bool, err error) {
 	for {
-		line, err := l.next()
+		line, owned, err := l.next()
 		if err != nil || line != nil {
-			return line, err
+			return line, owned, err
 		}
 	}
 }
@@ -108,10 +111,10 @@ const (
 )
 
 // next reads one line: a JSON line, or nil for a line skipped, or the
-// error that ends the stream.
-func (l *lineReader) next() ([]byte, error) {
+// error that ends the stream; owned as for readLine.
+func (l *lineReader) next() (line []byte, owned bool, err error) {
 	if l.err != nil {
-		return nil, l.err
+		return nil, false, l.err
 	}
 	l.line = l.line[:0]
 	var prefix []byte // of a junk line, for the report
@@ -136,7 +139,7 @@ func (l *lineReader) next() ([]byte, error) {
 				l.fatal = ferr
 				l.mu.Unlock()
 				l.line = nil
-				return nil, ferr
+				return nil, false, ferr
 			}
 			if len(l.line)+len(chunk) > cap(l.line) {
 				// Grown fourfold: a large line leaves a third of itself
@@ -157,14 +160,14 @@ func (l *lineReader) next() ([]byte, error) {
 			continue
 		}
 		if kind == undecided {
-			return nil, err
+			return nil, false, err
 		}
 		l.err = err // judge the last line (no newline), then report err
 		break
 	}
 	switch kind {
 	case undecided:
-		return nil, nil // an empty line
+		return nil, false, nil // an empty line
 	case junk:
 		line := bytes.TrimSpace(prefix)
 		if total > len(prefix) {
@@ -172,22 +175,20 @@ func (l *lineReader) next() ([]byte, error) {
 		} else {
 			l.report(truncate(line, reportBytes))
 		}
-		return nil, nil
+		return nil, false, nil
 	}
-	line := bytes.TrimSpace(l.line)
-	valid := json.Valid(line)
-	if !valid {
+	line = bytes.TrimSpace(l.line)
+	if !json.Valid(line) {
 		l.report(truncate(line, reportBytes))
 		line = nil
-	} else if cap(l.line) <= handOverLine {
-		line = bytes.Clone(line)
 	}
 	if cap(l.line) > handOverLine {
 		// Handed over with the line, or dropped: a connection that once
 		// saw a long line must not hold its buffer for life.
 		l.line = nil
+		return line, true, nil
 	}
-	return line, nil
+	return line, false, nil
 }
 
 // report counts a skipped line, logs it within the log's rate, and passes

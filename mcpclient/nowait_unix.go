@@ -10,10 +10,14 @@ import "syscall"
 // full pipe answers EAGAIN at once. Errors are left to the blocking write
 // that sends the rest, which reports them.
 func (c *onceCloser) writeNoWait(b []byte) int {
-	rc, err := c.f.SyscallConn()
-	if err != nil {
-		return 0
+	if c.raw == nil { // one writer at a time (lineConn.writing) gets here
+		rc, err := c.f.SyscallConn()
+		if err != nil {
+			return 0
+		}
+		c.raw = rc
 	}
+	rc := c.raw
 	n := 0
 	_ = rc.Write(func(fd uintptr) bool {
 		for n < len(b) {

@@ -30,8 +30,9 @@ import (
 //
 // A call need not wait in a goroutine of its own (StartToolCall): its line
 // is written without blocking (what the server's input does not take at
-// once goes on a goroutine of the connection), and its answer is handed to
-// a callback on the read path. CallTool waits on that callback.
+// once goes on a goroutine of the connection), in the order of sending
+// (lineConn.send), and its answer is handed to a callback on the read
+// path. CallTool waits on that callback.
 
 // rawCalls are the tools/call requests of one stdio connection written
 // here, waiting for their response lines. The waiting map decides each
@@ -44,8 +45,8 @@ type rawCalls struct {
 	seq atomic.Uint64 // the number of the last id "rN" issued
 
 	mu      sync.Mutex
-	waiting map[uint64]func(json.RawMessage, error) // by the number of the id
-	ended   error                                   // the connection's end: no call starts after it
+	waiting map[uint64]CallReceiver // by the number of the id
+	ended   error                   // the connection's end: no call starts after it
 
 	// bg counts the goroutines that write for a call off its caller's path
 	// (the rest of a line the server's input did not take at once, a
@@ -74,6 +75,14 @@ var ErrNotStartable = errors.New("tools/call cannot be started without waiting o
 // stdio, for the protocol versions the raw path writes).
 func (c *Conn) CanStartToolCall() bool { return c.rawCallsUsable() }
 
+// A CallReceiver gets the end of a call StartToolCall sent: an interface
+// rather than a function, so that the caller's record of the call (which
+// it allocates anyway) is all a call allocates to be answered.
+type CallReceiver interface {
+	// CallEnded gets the result (the server's bytes) or the error, once.
+	CallEnded(result json.RawMessage, err error)
+}
+
 // PendingCall is a tools/call started by StartToolCall.
 type PendingCall struct {
 	rc *rawCalls
@@ -88,13 +97,14 @@ type PendingCall struct {
 // response arrives (after the notifications the server sent before it,
 // in their order), or, when the connection ends first, on a goroutine of
 // the connection with the connection's error (Err). done must not block
-// for long: it holds up the server's later messages.
+// for long: it holds up the server's later messages, and the result is a
+// slice of the server's line, valid only until done returns.
 //
 // args are the raw arguments (nil means {}), meta the _meta entries as
 // for CallTool, task nil or the task parameter (a JSON object). It
 // returns ErrNotStartable where the call needs CallTool, and the
 // connection's error once it ended; done is not called then.
-func (c *Conn) StartToolCall(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done func(json.RawMessage, error)) (PendingCall, error) {
+func (c *Conn) StartToolCall(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done CallReceiver) (PendingCall, error) {
 	if !c.rawCallsUsable() {
 		return PendingCall{}, ErrNotStartable
 	}
@@ -122,14 +132,8 @@ func (c *Conn) callToolRaw(ctx context.Context, name string, args json.RawMessag
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	type answer struct {
-		result json.RawMessage
-		err    error
-	}
-	ch := make(chan answer, 1)
-	call, err := c.rawCalls.start(name, args, meta, task, func(res json.RawMessage, err error) {
-		ch <- answer{res, err} // buffered: never blocks
-	})
+	ch := make(answerChan, 1)
+	call, err := c.rawCalls.start(name, args, meta, task, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -145,11 +149,26 @@ func (c *Conn) callToolRaw(ctx context.Context, name string, args json.RawMessag
 	}
 }
 
+// answer is the end of a call callToolRaw waits for.
+type answer struct {
+	result json.RawMessage
+	err    error
+}
+
+// answerChan hands a call's end to the goroutine that waits for it.
+type answerChan chan answer
+
+// CallEnded keeps a copy of the result: the line it is a slice of is
+// reused once CallEnded returns.
+func (ch answerChan) CallEnded(res json.RawMessage, err error) {
+	ch <- answer{bytes.Clone(res), err} // buffered: never blocks
+}
+
 // start registers a call and writes its line. The line is built before
 // the call is registered, so that an encoding error leaves nothing behind,
 // and the call is registered before a byte is written, so that no answer
 // can come before it.
-func (rc *rawCalls) start(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done func(json.RawMessage, error)) (PendingCall, error) {
+func (rc *rawCalls) start(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done CallReceiver) (PendingCall, error) {
 	n := rc.seq.Add(1)
 	parts, err := encodeToolCall(n, name, args, meta, task)
 	if err != nil {
@@ -162,16 +181,14 @@ func (rc *rawCalls) start(name string, args json.RawMessage, meta map[string]any
 		return PendingCall{}, err
 	}
 	if rc.waiting == nil {
-		rc.waiting = make(map[uint64]func(json.RawMessage, error))
+		rc.waiting = make(map[uint64]CallReceiver)
 	}
 	rc.waiting[n] = done
 	rc.mu.Unlock()
 	// A failed write ends the connection (lineConn.writeErr), and its end
 	// ends this call with the connection's error: the write's error is
 	// not the call's to report.
-	if len(parts) > 1 || !rc.conn.writeNoWait(parts[0], rc.goBG) {
-		rc.goBG(func() { _ = rc.conn.writeParts(parts...) })
-	}
+	rc.conn.send(parts, rc.goBG)
 	return PendingCall{rc: rc, n: n}, nil
 }
 
@@ -216,7 +233,7 @@ func (rc *rawCalls) fail(cause error) {
 	// that is slow to read.
 	rc.bg.Go(func() {
 		for _, done := range waiting {
-			done(nil, cause)
+			done.CallEnded(nil, cause)
 		}
 	})
 }
@@ -238,7 +255,7 @@ func (rc *rawCalls) take(line []byte) bool {
 	delete(rc.waiting, n)
 	rc.mu.Unlock()
 	if done != nil {
-		done(rc.result(result, errv))
+		done.CallEnded(rc.result(result, errv))
 	}
 	return true
 }
@@ -322,7 +339,7 @@ const rawWriteInPlace = 64 << 10
 func (rc *rawCalls) cancelled(n uint64, cause error) {
 	reason, _ := json.Marshal(cause.Error())
 	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":%s,"requestId":%s}}`+"\n", reason, appendRawID(nil, n))
-	rc.goBG(func() { _ = rc.conn.writeParts(line) })
+	rc.conn.send([][]byte{line}, rc.goBG) // after the request it cancels
 }
 
 // appendMeta appends meta as a JSON object, keys sorted (as go-sdk's

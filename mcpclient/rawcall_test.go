@@ -139,13 +139,18 @@ type answers struct {
 
 func newAnswers() *answers { return &answers{got: map[string][]error{}, ch: make(chan string, 16)} }
 
-func (a *answers) done(name string) func(json.RawMessage, error) {
-	return func(res json.RawMessage, err error) {
+// receiverFunc is a function as a CallReceiver.
+type receiverFunc func(json.RawMessage, error)
+
+func (f receiverFunc) CallEnded(res json.RawMessage, err error) { f(res, err) }
+
+func (a *answers) done(name string) CallReceiver {
+	return receiverFunc(func(res json.RawMessage, err error) {
 		a.mu.Lock()
 		a.got[name] = append(a.got[name], err)
 		a.mu.Unlock()
 		a.ch <- name
-	}
+	})
 }
 
 func (a *answers) wait(t *testing.T, name string) error {
@@ -246,5 +251,82 @@ func TestStartToolCall(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("done calls per call (-want +got):\n%s", diff)
+	}
+}
+
+// gatedWriter is a server's input that takes nothing until its gate
+// opens, and keeps what it was written.
+type gatedWriter struct {
+	entered chan struct{} // a write is waiting at the gate
+	gate    chan struct{} // closed: writes go through
+	mu      sync.Mutex
+	buf     strings.Builder
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	<-w.gate
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *gatedWriter) Close() error { return nil }
+
+// TestWritesKeepTheirOrder: messages reach the server's input in the order
+// they were sent, however they were sent (go-sdk's blocking write, a raw
+// call that does not wait, large arguments in parts, a cancellation), also
+// when the input is busy: a notifications/cancelled never overtakes the
+// request it cancels, and no call overtakes an earlier one.
+func TestWritesKeepTheirOrder(t *testing.T) {
+	w := &gatedWriter{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	lc := &lineConn{w: w}
+	rc := &rawCalls{server: "fx", conn: lc}
+	first := make(chan error, 1)
+	go func() { first <- lc.writeParts([]byte(`{"first":true}` + "\n")) }()
+	<-w.entered // the first write holds the input
+	a := newAnswers()
+	callA, err := rc.start("a", nil, nil, nil, a.done("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"data":"` + strings.Repeat("z", 2*rawWriteInPlace) + `"}`
+	if _, err := rc.start("b", json.RawMessage(big), nil, nil, a.done("b")); err != nil {
+		t.Fatal(err)
+	}
+	if !callA.Cancel(errors.New("given up")) {
+		t.Fatal("call a had ended already")
+	}
+	if _, err := rc.start("c", nil, nil, nil, a.done("c")); err != nil {
+		t.Fatal(err)
+	}
+	close(w.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	rc.bg.Wait()
+	var got []string
+	for line := range strings.SplitSeq(strings.TrimSuffix(w.buf.String(), "\n"), "\n") {
+		switch {
+		case strings.Contains(line, `"first"`):
+			got = append(got, "first")
+		case strings.Contains(line, `"notifications/cancelled"`) && strings.Contains(line, `"requestId":"r1"`):
+			got = append(got, "cancel a")
+		case strings.Contains(line, `"name":"a"`):
+			got = append(got, "call a")
+		case strings.Contains(line, `"name":"b"`) && strings.Contains(line, big):
+			got = append(got, "call b")
+		case strings.Contains(line, `"name":"c"`):
+			got = append(got, "call c")
+		default:
+			got = append(got, "unexpected: "+line[:min(len(line), 80)])
+		}
+	}
+	want := []string{"first", "call a", "call b", "cancel a", "call c"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what the server read, in order (-want +got):\n%s", diff)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -281,6 +282,7 @@ func (p *process) readStderr(onLine func(string), logger *slog.Logger) {
 // session close, or stop), after running beforeClose.
 type onceCloser struct {
 	f           *os.File
+	raw         syscall.RawConn // f's, for writeNoWait; set on first use
 	beforeClose func()
 	once        sync.Once
 	err         error

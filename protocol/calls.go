@@ -17,11 +17,12 @@ import (
 )
 
 // The calls a Conn makes to its peer run on sourcegraph/jsonrpc2: its Conn
-// keeps the pending calls, numbers them and matches each response to its
-// call. Everything else of the wire is Conn's own: requests and
-// notifications from the peer never reach jsonrpc2 (callStream hands it
-// responses only), and replies and notifications are written by Conn, so
-// that ids stay the peer's text and params the peer's bytes.
+// keeps the pending calls and matches each response to its call (Conn
+// picks the ids, numbers counted from 1, so that they are known before the
+// call is written). Everything else of the wire is Conn's own: requests
+// and notifications from the peer never reach jsonrpc2 (callStream hands
+// it responses only), and replies and notifications are written by Conn,
+// so that ids stay the peer's text and params the peer's bytes.
 
 // newCalls starts the jsonrpc2 connection that carries c's calls. Its read
 // loop waits for Serve.

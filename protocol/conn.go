@@ -119,14 +119,20 @@ type Conn struct {
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
 
-	// Set once by Serve, before started is closed.
+	// Set once by Serve, before started is closed. base is ctx without its
+	// cancellation: a request's context derives from it, so that the two
+	// read loops do not register every request with ctx (and contend for
+	// its lock); when ctx ends, Serve cancels the requests in flight.
 	handler Handler
 	ctx     context.Context
+	base    context.Context
 	started chan struct{}
 	serving atomic.Bool
 
-	mu       sync.Mutex
-	inflight map[string]inflight // by idKey
+	mu sync.Mutex
+	// The requests in flight: numIDs and strIDs, by the key idSlot gives.
+	numIDs, strIDs map[string]inflight
+	ended          error // Serve's context ended, with this cause
 
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
@@ -146,14 +152,15 @@ type inflight struct {
 // before (their answers are read once Serve runs).
 func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	c := &Conn{
-		in:       newFrameReader(r, opts.MaxFrameBytes),
-		out:      newFrameWriter(w),
-		log:      opts.Logger,
-		rc:       r,
-		wc:       w,
-		closing:  make(chan struct{}),
-		started:  make(chan struct{}),
-		inflight: make(map[string]inflight),
+		in:      newFrameReader(r, opts.MaxFrameBytes),
+		out:     newFrameWriter(w),
+		log:     opts.Logger,
+		rc:      r,
+		wc:      w,
+		closing: make(chan struct{}),
+		started: make(chan struct{}),
+		numIDs:  make(map[string]inflight),
+		strIDs:  make(map[string]inflight),
 
 		uncancellable: opts.Uncancellable,
 	}
@@ -184,8 +191,11 @@ func (c *Conn) Serve(ctx context.Context, h Handler) error {
 	if !c.serving.CompareAndSwap(false, true) {
 		return errors.New("protocol: Serve called twice")
 	}
-	c.handler, c.ctx = h, ctx
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	c.handler, c.ctx, c.base = h, ctx, context.WithoutCancel(ctx)
+	stop := context.AfterFunc(ctx, func() {
+		c.cancelInflight(context.Cause(ctx))
+		c.Close()
+	})
 	defer stop()
 	close(c.started)
 	<-c.calls.DisconnectNotify()
@@ -252,16 +262,19 @@ func (c *Conn) dispatch(req *Request) {
 		c.handler.Handle(c.ctx, req)
 		return
 	}
-	key, _ := idKey(req.ID) // the reader let only strings and numbers through
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := context.WithCancelCause(c.base)
 	c.mu.Lock()
-	if _, dup := c.inflight[key]; dup {
+	if c.ended != nil {
+		cancel(c.ended) // Serve's context ended while this was read
+	}
+	ids, key, _ := c.idSlot(req.ID) // the reader let only strings and numbers through
+	if _, dup := ids[string(key)]; dup {
 		c.mu.Unlock()
 		cancel(nil)
 		c.answer(req.ID, CodeInvalidRequest, KindInvalidRequest, fmt.Sprintf("request id %s is already in flight", req.ID))
 		return
 	}
-	c.inflight[key] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
+	ids[string(key)] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
 	c.mu.Unlock()
 	c.handler.Handle(ctx, req)
 }
@@ -274,14 +287,14 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		c.log.Warn("malformed $/cancelRequest", "params", string(params), "err", err)
 		return
 	}
-	key, ok := idKey(p.ID)
-	if !ok {
-		return
-	}
 	c.mu.Lock()
-	req, ok := c.inflight[key]
+	ids, key, ok := c.idSlot(p.ID)
+	var req inflight
+	if ok {
+		req, ok = ids[string(key)]
+	}
 	if ok && !req.uncancellable {
-		delete(c.inflight, key)
+		delete(ids, string(key))
 	}
 	c.mu.Unlock()
 	if !ok || req.uncancellable {
@@ -293,15 +306,33 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 	}
 }
 
+// cancelInflight cancels the context of every request in flight, and of
+// those read from now on, with cause: Serve's context ended. They stay in
+// flight: their handlers answer as they end.
+func (c *Conn) cancelInflight(cause error) {
+	c.mu.Lock()
+	c.ended = cause
+	var cancels []context.CancelCauseFunc
+	for _, ids := range []map[string]inflight{c.numIDs, c.strIDs} {
+		for _, r := range ids {
+			cancels = append(cancels, r.cancel)
+		}
+	}
+	c.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(cause)
+	}
+}
+
 // finish takes the request id out of flight; false if it was not in it.
 func (c *Conn) finish(id json.RawMessage) bool {
-	key, ok := idKey(id)
-	if !ok {
-		return false
-	}
 	c.mu.Lock()
-	req, ok := c.inflight[key]
-	delete(c.inflight, key)
+	ids, key, ok := c.idSlot(id)
+	var req inflight
+	if ok {
+		req, ok = ids[string(key)]
+		delete(ids, string(key))
+	}
 	c.mu.Unlock()
 	if ok {
 		req.cancel(nil)

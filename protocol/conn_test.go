@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -656,6 +657,43 @@ func TestCancelRequest(t *testing.T) {
 			t.Errorf("request context's cause: %v, want ErrRequestCancelled", cause)
 		}
 	})
+	t.Run("Serve's context ends", func(t *testing.T) {
+		// A request in flight when Serve's context ends has its context
+		// cancelled with that context's cause, and so has one read after.
+		hostR, hostW := io.Pipe()
+		defer hostW.Close()
+		c := NewConn(hostR, io.Discard, ConnOptions{})
+		got := make(chan context.Context, 2)
+		serveCtx, stop := context.WithCancelCause(context.Background())
+		cause := errors.New("the sidecar is stopping")
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c.Serve(serveCtx, HandlerFunc(func(ctx context.Context, req *Request) {
+				if !req.IsNotification() {
+					got <- ctx
+				}
+			}))
+		}()
+		io.WriteString(hostW, frameOf(`{"jsonrpc":"2.0","id":1,"method":"hold"}`))
+		inFlight := <-got
+		stop(cause)
+		<-served
+		select {
+		case <-inFlight.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request's context did not end with Serve's")
+		}
+		if got := context.Cause(inFlight); !errors.Is(got, cause) {
+			t.Errorf("cause %v, want %v", got, cause)
+		}
+		c.mu.Lock()
+		ended := c.ended
+		c.mu.Unlock()
+		if !errors.Is(ended, cause) {
+			t.Errorf("requests read after the end would not be cancelled (ended = %v)", ended)
+		}
+	})
 	t.Run("uncancellable methods", func(t *testing.T) {
 		held := make(chan *Request, 1)
 		p := startConn(t, ConnOptions{Uncancellable: []string{"hold"}}, held)
@@ -753,8 +791,8 @@ func TestReply(t *testing.T) {
 
 // trackForTest puts id in flight as if a request with it had been read.
 func (c *Conn) trackForTest(id string) {
-	key, _ := idKey([]byte(id))
-	c.inflight[key] = inflight{id: json.RawMessage(id), cancel: func(error) {}}
+	ids, key, _ := c.idSlot([]byte(id))
+	ids[string(key)] = inflight{id: json.RawMessage(id), cancel: func(error) {}}
 }
 
 func TestNotify(t *testing.T) {
@@ -934,7 +972,16 @@ func TestCalls(t *testing.T) {
 	})
 }
 
-func TestIDKey(t *testing.T) {
+func TestIDSlot(t *testing.T) {
+	c := NewConn(strings.NewReader(""), io.Discard, ConnOptions{})
+	slot := func(raw string) (string, bool) {
+		ids, key, ok := c.idSlot([]byte(raw))
+		kind := "string"
+		if ok && reflect.ValueOf(ids).Pointer() == reflect.ValueOf(c.numIDs).Pointer() {
+			kind = "number"
+		}
+		return kind + ":" + string(key), ok
+	}
 	tests := []struct {
 		a, b string
 		same bool
@@ -948,16 +995,25 @@ func TestIDKey(t *testing.T) {
 		{`"a"`, `"b"`, false},
 	}
 	for _, tt := range tests {
-		ka, oka := idKey([]byte(tt.a))
-		kb, okb := idKey([]byte(tt.b))
+		ka, oka := slot(tt.a)
+		kb, okb := slot(tt.b)
 		if !oka || !okb || (ka == kb) != tt.same {
-			t.Errorf("idKey(%s) = %q, %v; idKey(%s) = %q, %v; want same %v", tt.a, ka, oka, tt.b, kb, okb, tt.same)
+			t.Errorf("idSlot(%s) = %q, %v; idSlot(%s) = %q, %v; want same %v", tt.a, ka, oka, tt.b, kb, okb, tt.same)
 		}
 	}
 	for _, bad := range []string{"null", "true", "{}", "[1]", "", "01", `"open`} {
-		if k, ok := idKey([]byte(bad)); ok {
-			t.Errorf("idKey(%q) = %q, true; want false", bad, k)
+		if k, ok := slot(bad); ok {
+			t.Errorf("idSlot(%q) = %q, true; want false", bad, k)
 		}
+	}
+	raw := []byte("123")
+	if n := testing.AllocsPerRun(100, func() {
+		c.mu.Lock()
+		ids, key, _ := c.idSlot(raw)
+		_ = ids[string(key)]
+		c.mu.Unlock()
+	}); n != 0 {
+		t.Errorf("looking up a numeric id allocates %v times, want 0", n)
 	}
 }
 

@@ -18,24 +18,29 @@ func validIDText(raw []byte) bool {
 	return c == '"' || c == '-' || isDigit(c)
 }
 
-// idKey is the key under which a request id is kept in flight, so that the
-// id a $/cancelRequest names finds it however the peer spelled the same
-// string ("s" and "\u0073" are one id). A number is its text. It reports
-// false when raw is not the text of a string or number.
-func idKey(raw []byte) (string, bool) {
+// An id in flight is kept under the key idSlot gives, so that the id a
+// $/cancelRequest names finds it however the peer spelled the same string
+// ("s" and "\u0073" are one id): a number under its text, a string under
+// its value, in maps of their own. The key is a slice of raw unless the
+// string has escapes, so that a lookup allocates nothing.
+
+// idSlot returns the map of c that keeps raw's kind of id and raw's key
+// in it; false when raw is not the text of a string or number. c.mu
+// must be held.
+func (c *Conn) idSlot(raw []byte) (map[string]inflight, []byte, bool) {
 	raw = bytes.Trim(raw, " \t\r\n")
 	if !validIDText(raw) {
-		return "", false
+		return nil, nil, false
 	}
 	if raw[0] != '"' {
-		return "n:" + string(raw), true
+		return c.numIDs, raw, true
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return "s:" + string(raw[1:len(raw)-1]), true
+		return c.strIDs, raw[1 : len(raw)-1], true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return "", false
+		return nil, nil, false
 	}
-	return "s:" + s, true
+	return c.strIDs, []byte(s), true
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,8 +85,8 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 		}
 		return response{id: m.id, body: body}, true, nil
 	}
-	var method string
-	if m.method[0] != '"' || json.Unmarshal(m.method, &method) != nil {
+	method, ok := decodeMethod(m.method)
+	if !ok {
 		return c.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: method must be a string")
 	}
 	req := &Request{Method: method, Params: m.params}
@@ -119,4 +120,30 @@ func (c *Conn) reject(m members, code int64, kind, msg string) (response, bool, 
 		id = m.id
 	}
 	return response{}, false, c.answer(id, code, kind, msg)
+}
+
+// decodeMethod decodes a request's method, a JSON string in a body that
+// was checked whole. The methods of the hot path come back as constants,
+// so that reading a tools/call allocates no string for its name.
+func decodeMethod(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		var method string
+		if json.Unmarshal(raw, &method) != nil {
+			return "", false
+		}
+		return method, true
+	}
+	switch string(inner) {
+	case MethodToolsCall:
+		return MethodToolsCall, true
+	case MethodCancelRequest:
+		return MethodCancelRequest, true
+	case MethodToolsList:
+		return MethodToolsList, true
+	}
+	return string(inner), true
 }

@@ -170,8 +170,9 @@ func scanValue(data []byte, i int) (int, bool) {
 // member of the JSON object data, in order. data must be valid JSON (a
 // frame's params are: the frame was checked whole); it reports false when
 // data is not an object. A name with escapes is unescaped; the values are
-// slices of data.
-func eachMember(data []byte, f func(name string, value []byte) error) (bool, error) {
+// slices of data. name is only valid during the call (f switches on
+// string(name), which does not allocate).
+func eachMember(data []byte, f func(name, value []byte) error) (bool, error) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false, nil
@@ -182,12 +183,13 @@ func eachMember(data []byte, f func(name string, value []byte) error) (bool, err
 	}
 	for i < len(data) && data[i] == '"' {
 		kEnd, _ := scanString(data, i)
-		key := data[i+1 : kEnd-1]
-		name := string(key)
-		if bytes.IndexByte(key, '\\') >= 0 {
-			if err := json.Unmarshal(data[i:kEnd], &name); err != nil {
+		name := data[i+1 : kEnd-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			var s string
+			if err := json.Unmarshal(data[i:kEnd], &s); err != nil {
 				return true, err
 			}
+			name = []byte(s)
 		}
 		i = skipWS(data, skipWS(data, kEnd)+1) // past the colon
 		vEnd, _ := scanValue(data, i)

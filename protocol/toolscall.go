@@ -19,16 +19,16 @@ func ParseToolsCallParams(params json.RawMessage) (ToolsCallParams, error) {
 	if t := bytes.TrimSpace(params); len(t) == 0 || string(t) == "null" {
 		return p, nil
 	}
-	isObject, err := eachMember(params, func(name string, v []byte) error {
-		switch name {
+	isObject, err := eachMember(params, func(name, v []byte) error {
+		switch string(name) {
 		case "sessionId":
-			return decodeString(name, v, &p.SessionID)
+			return decodeString("sessionId", v, &p.SessionID)
 		case "name":
-			return decodeString(name, v, &p.Name)
+			return decodeString("name", v, &p.Name)
 		case "server":
-			return decodeString(name, v, &p.Server)
+			return decodeString("server", v, &p.Server)
 		case "tool":
-			return decodeString(name, v, &p.Tool)
+			return decodeString("tool", v, &p.Tool)
 		case "arguments":
 			p.Arguments = v
 		case "sandboxState":
@@ -72,8 +72,8 @@ func decodeMeta(v []byte, dst *map[string]json.RawMessage) error {
 		return nil
 	}
 	m := make(map[string]json.RawMessage)
-	isObject, err := eachMember(v, func(name string, value []byte) error {
-		m[name] = value
+	isObject, err := eachMember(v, func(name, value []byte) error {
+		m[string(name)] = value
 		return nil
 	})
 	if err != nil {

@@ -28,8 +28,9 @@ func TestCheckBinding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sc := &serverConn{name: "s", tools: tt.current}
-			err := sc.checkBinding(bound)
+			sc := &serverConn{name: "s"}
+			sc.setTools(tt.current)
+			err := sc.checkBinding(&bound)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("checkBinding = %v, want nil", err)

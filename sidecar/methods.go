@@ -282,19 +282,33 @@ func (sc *serverConn) unknownTool(name string) *protocol.Error {
 func (sc *serverConn) tool(name string) (catalog.Tool, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	for _, t := range sc.tools {
-		if t.Name == name {
-			return t, true
-		}
+	if i, ok := sc.toolAt[name]; ok {
+		return sc.tools[i], true
 	}
 	return catalog.Tool{}, false
 }
 
+// setTools replaces the server's catalog. sc.mu must be held.
+func (sc *serverConn) setTools(tools []catalog.Tool) {
+	sc.tools = tools
+	sc.toolAt = make(map[string]int, len(tools))
+	for i, t := range tools {
+		if _, dup := sc.toolAt[t.Name]; !dup { // the first of a repeated name, as a scan would find
+			sc.toolAt[t.Name] = i
+		}
+	}
+}
+
 // checkBinding refuses a call whose tool changed or disappeared since it
-// was bound (docs/protocol.md, "Authority and binding").
-func (sc *serverConn) checkBinding(bound catalog.Tool) error {
-	cur, ok := sc.tool(bound.Name)
-	if ok && string(cur.Raw) == string(bound.Raw) {
+// was bound (docs/protocol.md, "Authority and binding"). A tool is the same
+// when its object is byte for byte what it was; a catalog rebuilt from the
+// same listing shares the bytes, and the comparison is then immediate.
+func (sc *serverConn) checkBinding(bound *catalog.Tool) error {
+	sc.mu.Lock()
+	i, ok := sc.toolAt[bound.Name]
+	same := ok && string(sc.tools[i].Raw) == string(bound.Raw)
+	sc.mu.Unlock()
+	if same {
 		return nil
 	}
 	what := "was removed"

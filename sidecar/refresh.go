@@ -243,7 +243,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 			continue // overtaken: this listing may mix versions
 		}
 		changed := !sameTools(sc.tools, tools)
-		sc.tools = tools
+		sc.setTools(tools)
 		sc.catalogSrc = protocol.CatalogLive
 		sc.list.listed = gen
 		sc.list.failedAt = time.Time{}

@@ -237,17 +237,23 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 			fmt.Sprintf("%s after shutdown", req.Method)))
 		return
 	}
-	handler, ok := s.method(req.Method)
-	if !ok {
-		s.mu.Unlock()
-		s.replyError(req.ID, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound,
-			fmt.Sprintf("unknown method %q", req.Method)))
-		return
+	var handler handlerFunc
+	if req.Method != protocol.MethodToolsCall { // the hot path needs no handler value
+		var ok bool
+		if handler, ok = s.method(req.Method); !ok {
+			s.mu.Unlock()
+			s.replyError(req.ID, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound,
+				fmt.Sprintf("unknown method %q", req.Method)))
+			return
+		}
 	}
 	s.work.Add(1)
 	s.mu.Unlock()
-	if req.Method == protocol.MethodToolsCall && s.sendToolCall(ctx, req) {
-		return // sent without a goroutine of its own (toolcall.go)
+	if req.Method == protocol.MethodToolsCall {
+		if s.sendToolCall(ctx, req) {
+			return // sent without a goroutine of its own (toolcall.go)
+		}
+		handler = s.toolsCall
 	}
 
 	go func() {

@@ -122,7 +122,8 @@ type serverConn struct {
 	// finished (their watcher removes them once it is).
 	ending     map[*mcpclient.Conn]bool
 	attempt    *startAttempt
-	tools      []catalog.Tool // filtered, as the server sent them
+	tools      []catalog.Tool // filtered, as the server sent them (setTools)
+	toolAt     map[string]int // index in tools by raw name
 	catalogSrc string
 	lastErr    string
 	restarts   int
@@ -387,18 +388,30 @@ func (sc *serverConn) background(f func()) {
 // answers) cannot pile up goroutines without end. The caller must call the
 // returned release.
 func (sess *Session) admit() (release func(), err error) {
+	if err := sess.tryAdmit(); err != nil {
+		return nil, err
+	}
+	return sess.release, nil
+}
+
+// tryAdmit is admit for a caller that calls release itself (the tool call
+// path, which keeps the session rather than a closure).
+func (sess *Session) tryAdmit() error {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if sess.pending >= sess.env.maxPending {
-		return nil, protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
+		return protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
 			fmt.Sprintf("session %q has %d requests in flight (limits.maxPendingPerSession); try again when some finish", sess.id, sess.pending)).Retry()
 	}
 	sess.pending++
-	return func() {
-		sess.mu.Lock()
-		sess.pending--
-		sess.mu.Unlock()
-	}, nil
+	return nil
+}
+
+// release gives back a place admit or tryAdmit took.
+func (sess *Session) release() {
+	sess.mu.Lock()
+	sess.pending--
+	sess.mu.Unlock()
 }
 
 // track runs f in a goroutine that close waits for, unless the session is
@@ -791,7 +804,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			// without them.
 			changed = sc.catalogSrc == protocol.CatalogCached && !sameTools(sc.tools, tools)
 			sc.conn = conn
-			sc.tools = tools
+			sc.setTools(tools)
 			sc.catalogSrc = protocol.CatalogLive
 			sc.lastErr = a.listErr
 			sc.startedAt = sess.srv.now()
@@ -1239,7 +1252,7 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	if len(tools) == 0 {
 		return false
 	}
-	sc.tools = tools
+	sc.setTools(tools)
 	sc.catalogSrc = protocol.CatalogCached
 	return true
 }

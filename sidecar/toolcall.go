@@ -31,6 +31,7 @@ import (
 // toolCall is one tools/call checked, bound and admitted, ready to go to
 // its server.
 type toolCall struct {
+	sess  *Session // the call holds a place in its admission until end
 	sc    *serverConn
 	conn  *mcpclient.Conn
 	bound catalog.Tool
@@ -41,7 +42,6 @@ type toolCall struct {
 	dropped     []string
 	timeout     time.Duration
 	timeoutName string
-	release     func() // the call's place in the session's admission
 	progressKey string // of the call's progress token; "" without one
 }
 
@@ -50,59 +50,59 @@ type toolCall struct {
 var errWouldWait = errors.New("the call would wait")
 
 // prepareToolCall checks the params of a tools/call, admits it to its
-// session, binds its tool and gets its server's connection. With wait
-// false it never waits: a call that would (see bindNow) gets errWouldWait
-// and has taken nothing. On success the caller owns the admission (end).
-func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wait bool) (tc *toolCall, err error) {
+// session, binds its tool and gets its server's connection, into tc. With
+// wait false it never waits: a call that would (see bindNow) gets
+// errWouldWait and has taken nothing. On success the caller owns the
+// admission (end).
+func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wait bool, tc *toolCall) (err error) {
 	// The arguments and the policy stay slices of the frame until they are
 	// written to the server.
 	p, err := protocol.ParseToolsCallParams(params)
 	if err != nil {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
 	sess, err := s.session(p.SessionID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	release, err := sess.admit()
-	if err != nil {
-		return nil, err
+	if err := sess.tryAdmit(); err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
-			release()
+			sess.release()
 		}
 	}()
 	if len(p.SandboxState) > 0 {
 		if err := sandbox.ValidateState(p.SandboxState); err != nil {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
+			return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
 		}
 	}
 	if len(p.Arguments) > 0 && !isJSONObject(p.Arguments) && string(p.Arguments) != "null" {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "arguments must be a JSON object")
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "arguments must be a JSON object")
 	}
 	if p.TimeoutMs < 0 {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
+		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
 	}
 
-	tc = &toolCall{p: p, release: release}
+	*tc = toolCall{sess: sess, p: p}
 	if wait {
 		if tc.sc, tc.bound, err = sess.bind(ctx, p); err != nil {
-			return nil, err
+			return err
 		}
 		if tc.conn, err = tc.sc.ready(ctx); err != nil {
-			return nil, callerError(ctx, err)
+			return callerError(ctx, err)
 		}
 	} else if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
-		return nil, errWouldWait
+		return errWouldWait
 	}
 	// The binding is checked against the catalog at dispatch: a tool that
 	// changed or disappeared meanwhile is refused, never sent elsewhere.
-	if err := tc.sc.checkBinding(tc.bound); err != nil {
-		return nil, err
+	if err := tc.sc.checkBinding(&tc.bound); err != nil {
+		return err
 	}
 	if err := checkTaskMode(tc.sc, tc.conn, tc.bound, p.Task); err != nil {
-		return nil, err
+		return err
 	}
 	if !hasTask(p.Task) {
 		tc.p.Task = nil
@@ -130,7 +130,7 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wa
 	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < tc.timeout {
 		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
-	return tc, nil
+	return nil
 }
 
 // bindNow is bind for a call that may not wait: it binds only a tool whose
@@ -196,13 +196,14 @@ func (tc *toolCall) end() {
 		delete(tc.sc.progress, tc.progressKey)
 		tc.sc.mu.Unlock()
 	}
-	tc.release()
+	tc.sess.release()
 }
 
-// callError maps the error a call ended with. callCtx is the call's
-// context: its own timeout, within the request's ctx.
-func (tc *toolCall) callError(ctx, callCtx context.Context, err error) error {
-	if errors.Is(context.Cause(callCtx), errToolTimeout) && ctx.Err() == nil {
+// callError maps the error a call ended with: errToolTimeout when its
+// own timeout ended it first (and the host had not cancelled it), ctx
+// being the request's.
+func (tc *toolCall) callError(ctx context.Context, err error) error {
+	if errors.Is(err, errToolTimeout) && ctx.Err() == nil {
 		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
 			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.timeout))).WithServer(tc.sc.name, tc.bound.Name).Retry()
 	}
@@ -212,8 +213,8 @@ func (tc *toolCall) callError(ctx, callCtx context.Context, err error) error {
 // toolsCall is tools/call on a goroutine of its own: it waits for what
 // the call needs (see bind) and for the answer.
 func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
-	tc, err := s.prepareToolCall(ctx, params, true)
-	if err != nil {
+	var tc toolCall
+	if err := s.prepareToolCall(ctx, params, true, &tc); err != nil {
 		return result{}, err
 	}
 	tc.begin(s.logger)
@@ -224,13 +225,17 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	callCtx, cancel := context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
 	defer cancel()
 	var raw json.RawMessage
+	var err error
 	if tc.p.Task != nil {
 		raw, err = tc.conn.CallToolTask(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task)
 	} else {
 		raw, err = tc.conn.CallTool(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta)
 	}
 	if err != nil {
-		return result{}, tc.callError(ctx, callCtx, err)
+		if errors.Is(context.Cause(callCtx), errToolTimeout) {
+			err = errToolTimeout
+		}
+		return result{}, tc.callError(ctx, err)
 	}
 	return result{value: raw}, nil
 }
@@ -250,7 +255,9 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 			sent = true
 		}
 	}()
-	tc, err := s.prepareToolCall(ctx, req.Params, false)
+	// One allocation holds the call until it is answered.
+	c := &sentCall{s: s, id: req.ID, ctx: ctx}
+	err := s.prepareToolCall(ctx, req.Params, false, &c.tc)
 	switch {
 	case errors.Is(err, errWouldWait):
 		return false
@@ -259,15 +266,14 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 		s.work.Done()
 		return true
 	}
+	tc := &c.tc
 	tc.begin(s.logger)
 	if f := s.hook().toolCallSent; f != nil {
 		f(tc.sc.sess.id, tc.sc.name, false)
 	}
-	c := &sentCall{s: s, id: req.ID, tc: tc, ctx: ctx}
-	c.callCtx, c.cancel = context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
-	call, err := tc.conn.StartToolCall(tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task, c.finish)
+	call, err := tc.conn.StartToolCall(tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task, c)
 	if err != nil {
-		c.finish(nil, err)
+		c.CallEnded(nil, err)
 		return true
 	}
 	c.watch(call)
@@ -276,41 +282,43 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 
 // sentCall is a tools/call sent by sendToolCall, until it is answered. It
 // ends exactly once, by whichever comes first: its answer or the end of
-// the server's connection (mcpclient calls finish), or its timeout or the
-// host's cancellation (callCtx ends, and the call is taken back from the
-// connection).
+// the server's connection (mcpclient calls CallEnded), or its timeout or the
+// host's cancellation (the call is then taken back from the connection).
+// Neither of the last two needs a context of its own: a timer and a
+// function run when the request's context ends.
 type sentCall struct {
 	s   *Server
 	id  json.RawMessage // the host's request id
-	tc  *toolCall
+	tc  toolCall
 	ctx context.Context // the request's: ends when the host cancels it
-
-	callCtx context.Context // ctx within the call's timeout
-	cancel  context.CancelFunc
 
 	mu       sync.Mutex
 	finished bool
-	stop     func() bool // stops the watch of callCtx
+	timer    *time.Timer // the call's timeout
+	stop     func() bool // stops the watch of ctx
 }
 
-// watch takes the call back from its connection when callCtx ends first.
+// watch takes the call back from its connection when its timeout or the
+// request's context ends first.
 func (c *sentCall) watch(call mcpclient.PendingCall) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.finished {
 		return // answered already
 	}
-	c.stop = context.AfterFunc(c.callCtx, func() {
-		if call.Cancel(c.callCtx.Err()) {
-			c.finish(nil, c.callCtx.Err())
+	abort := func(cause error) {
+		if call.Cancel(cause) {
+			c.CallEnded(nil, cause)
 		}
-	})
+	}
+	c.timer = time.AfterFunc(c.tc.timeout, func() { abort(errToolTimeout) })
+	c.stop = context.AfterFunc(c.ctx, func() { abort(context.Cause(c.ctx)) })
 }
 
-// finish answers the host with the call's result or error, after the call
-// has ended (end), and is called once.
-func (c *sentCall) finish(raw json.RawMessage, err error) {
-	s, tc := c.s, c.tc
+// CallEnded answers the host with the call's result or error, after the
+// call has ended (end), and is called once (mcpclient.CallReceiver).
+func (c *sentCall) CallEnded(raw json.RawMessage, err error) {
+	s, tc := c.s, &c.tc
 	defer s.work.Done()
 	defer func() {
 		if r := recover(); r != nil {
@@ -320,15 +328,15 @@ func (c *sentCall) finish(raw json.RawMessage, err error) {
 	}()
 	c.mu.Lock()
 	c.finished = true
-	stop := c.stop
+	timer, stop := c.timer, c.stop
 	c.mu.Unlock()
-	if stop != nil {
+	if timer != nil {
+		timer.Stop()
 		stop() // on the watch's own goroutine, it returns false: nothing to wait for
 	}
 	if err != nil {
-		err = tc.callError(c.ctx, c.callCtx, err)
+		err = tc.callError(c.ctx, err)
 	}
-	c.cancel()
 	tc.end()
 	if err != nil {
 		s.replyError(c.id, err)
