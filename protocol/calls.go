@@ -57,6 +57,9 @@ func (s callStream) ReadObject(v any) error {
 	for {
 		resp, err := c.readResponse()
 		if err != nil {
+			// jsonrpc2 closes the writer once this returns: the answers
+			// the read loop gave go out first.
+			c.out.flush(flushWait)
 			select {
 			case <-c.closing:
 			default:

@@ -34,7 +34,9 @@ func (r *Request) IsNotification() bool { return r.ID == nil }
 // A Handler takes the peer's requests and notifications. Conn calls it on
 // its read loop, one message at a time in the order they were read, so it
 // must not block: a request's work belongs on a goroutine of its own, which
-// answers with Reply or ReplyError. For a request, ctx is the request's own
+// answers with Reply or ReplyError. An answer given within Handle (an
+// error found at once) is written without waiting for the peer to read
+// it, so that the read loop reads on; any other write from Handle waits. For a request, ctx is the request's own
 // context: it ends when the peer cancels the request ($/cancelRequest,
 // cause ErrRequestCancelled) or Serve's context ends.
 type Handler interface {
@@ -134,6 +136,11 @@ type Conn struct {
 	numIDs, strIDs map[string]inflight
 	ended          error // Serve's context ended, with this cause
 
+	// handing is the request being handed to the handler, on the read
+	// loop: an answer to it while Handle runs is written later (see
+	// frameWriter), so that the read loop never waits for the peer.
+	handing atomic.Pointer[Request]
+
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
 	readErr atomic.Pointer[error]
@@ -185,8 +192,10 @@ func (c *Conn) SetMaxFrameBytes(n int64) {
 // input ends, the connection is closed, or ctx ends (which closes it). It
 // returns nil when the input ended between two frames or Close ended it,
 // else the error that ended reading. Every request's context derives from
-// ctx. Replies may still be written after Serve returned, until the writer
-// fails.
+// ctx. The answers the read loop itself gave ($/cancelRequest's -32800,
+// malformed messages) are written before Serve returns, unless the peer
+// takes none of them for flushWait. Replies may still be written after
+// Serve returned, until the writer fails.
 func (c *Conn) Serve(ctx context.Context, h Handler) error {
 	if !c.serving.CompareAndSwap(false, true) {
 		return errors.New("protocol: Serve called twice")
@@ -276,7 +285,16 @@ func (c *Conn) dispatch(req *Request) {
 	}
 	ids[string(key)] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
 	c.mu.Unlock()
+	c.handing.Store(req)
 	c.handler.Handle(ctx, req)
+	c.handing.Store(nil)
+}
+
+// answering reports whether id is the request being handed to the
+// handler, which an answer then must not wait for the peer.
+func (c *Conn) answering(id json.RawMessage) bool {
+	r := c.handing.Load()
+	return r != nil && bytes.Equal(r.ID, id)
 }
 
 // cancelRequest cancels the request $/cancelRequest names and answers it
@@ -301,7 +319,7 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		return // answered already, never existed, or not to be cancelled
 	}
 	req.cancel(ErrRequestCancelled)
-	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled")); err != nil {
+	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled"), true); err != nil {
 		c.log.Debug("cancellation not written", "id", string(req.id), "err", err)
 	}
 }
@@ -351,10 +369,13 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 	}
 	// Large raw results go out without a copy; small ones are cheaper to
 	// copy than to write in three system calls.
-	if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
+	write := c.out.write
+	if c.answering(id) {
+		write = c.out.writeLater
+	} else if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
 		return c.writeRawResult(id, raw)
 	}
-	return c.out.write(func(b *bytes.Buffer) error {
+	return write(func(b *bytes.Buffer) error {
 		b.WriteString(`{"jsonrpc":"2.0","id":`)
 		b.Write(id)
 		b.WriteString(`,"result":`)
@@ -384,15 +405,20 @@ func (c *Conn) ReplyError(id json.RawMessage, err error) error {
 	if !c.finish(id) {
 		return ErrNotInFlight
 	}
-	return c.writeError(id, AsError(err))
+	return c.writeError(id, AsError(err), c.answering(id))
 }
 
-// writeError writes an error response to id (nil for null).
-func (c *Conn) writeError(id json.RawMessage, e *Error) error {
+// writeError writes an error response to id (nil for null); later for
+// one the read loop sends (see frameWriter).
+func (c *Conn) writeError(id json.RawMessage, e *Error, later bool) error {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	return c.out.write(func(b *bytes.Buffer) error {
+	write := c.out.write
+	if later {
+		write = c.out.writeLater
+	}
+	return write(func(b *bytes.Buffer) error {
 		b.WriteString(`{"jsonrpc":"2.0","id":`)
 		b.Write(id)
 		b.WriteString(`,"error":`)
@@ -408,7 +434,7 @@ func (c *Conn) writeError(id json.RawMessage, e *Error) error {
 // the JSON text of the id, nil for null.
 func (c *Conn) answer(id json.RawMessage, code int64, kind, msg string) error {
 	c.log.Warn("answering malformed message", "code", code, "reason", msg, "id", string(id))
-	return c.writeError(id, NewError(code, kind, msg))
+	return c.writeError(id, NewError(code, kind, msg), true) // on the read loop
 }
 
 // Notify sends a notification. params nil leaves the member out.

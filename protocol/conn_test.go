@@ -1241,3 +1241,52 @@ func TestCloseDrainsAReaderItCannotClose(t *testing.T) {
 	default:
 	}
 }
+
+// TestReadLoopDoesNotWaitForThePeer: the answers the read loop gives
+// itself ($/cancelRequest's -32800, a malformed message's error) and a
+// handler's answer given within Handle do not wait for the peer to read
+// them: the read loop reads on. Two peers that both answered on their read
+// loops over a pipe with no room each waited for the other's reading for
+// ever (seen as a hung tools/call when the host and the sidecar cancelled
+// each other's requests at once).
+func TestReadLoopDoesNotWaitForThePeer(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // nobody reads outR until the end: no room at all
+	c := NewConn(inR, outW, ConnOptions{})
+	held := make(chan *Request, 10)
+	served := make(chan error, 1)
+	eh := echoHandler{c: c, held: held}
+	h := HandlerFunc(func(ctx context.Context, req *Request) {
+		if !req.IsNotification() { // echoHandler's notice of a notification would wait
+			eh.Handle(ctx, req)
+		}
+	})
+	go func() { served <- c.Serve(context.Background(), h) }()
+	go func() {
+		io.WriteString(inW, frameOf(`{"jsonrpc":"2.0","id":1,"method":"hold"}`)+
+			frameOf(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`)+
+			"garbage\r\n\r\n"+
+			frameOf(request("2", "echo"))+
+			frameOf(`{"jsonrpc":"2.0","id":3,"method":"hold"}`))
+	}()
+	for _, want := range []string{"1", "3"} {
+		select {
+		case req := <-held:
+			if string(req.ID) != want {
+				t.Fatalf("held request %s, want %s", req.ID, want)
+			}
+		case <-time.After(30 * time.Second): // a safety net, never the ordering
+			t.Fatalf("request %s never reached the handler: the read loop waits for the peer", want)
+		}
+	}
+	// Now the peer reads: every answer is there, in the order given.
+	inW.Close()
+	got := readReplies(t, outR)
+	want := []reply{{ID: "1", Code: CodeRequestCancelled, Msg: "request cancelled"}, {ID: "null", Code: CodeParseError}, echo("2")}
+	if diff := cmp.Diff(want, got, cmpMsg); diff != "" {
+		t.Errorf("frames (-want +got):\n%s", diff)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
