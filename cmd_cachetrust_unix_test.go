@@ -13,8 +13,7 @@ import (
 )
 
 // TestCmdDoctorCacheFolder: doctor says what the sidecar will make of the
-// catalog cache folder, and names a refused one with the reason (issue 13,
-// item 11: a folder others may write is refused, not used as is).
+// catalog cache folder, and names a refused one with the reason.
 func TestCmdDoctorCacheFolder(t *testing.T) {
 	xdg := isolate(t)
 	dir := filepath.Join(xdg, "mcp-sidecar")

@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// Cache files and folders the sidecar did not make for itself (issue 13,
-// items 10 and 11): whatever sits at an entry's path, Load neither blocks
-// nor trusts anything but a regular file of bounded size; a folder or file
-// another user owns, or others may write, is refused, never used as is.
+// Cache files and folders the sidecar did not make for itself: whatever sits
+// at an entry's path, Load neither blocks nor trusts anything but a regular
+// file of bounded size; a folder or file another user owns, or others may
+// write, is refused, never used as is.
 
 // loadWithin runs Load in a goroutine and fails the test if it does not
 // return: a FIFO opened for reading blocks until a writer comes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The conformance suite of mcp-sidecar (issue 6).
+# The conformance suite of mcp-sidecar.
 #
 #   bash conformance/run.sh            # from the repository root, or anywhere
 #

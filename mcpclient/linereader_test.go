@@ -39,8 +39,7 @@ func (h *countingHandler) count(msg string) int {
 // TestSkippedLinesCountedAndLogBounded: a server floods its stdout with
 // non-JSON lines. Each is counted and passed to the handler; the
 // sidecar's own log gets the first logSkippedBurst (the clock stands
-// still, so no more tokens come) and, at close, one line with the totals
-// (issue 13 item 7).
+// still, so no more tokens come) and, at close, one line with the totals.
 func TestSkippedLinesCountedAndLogBounded(t *testing.T) {
 	const flood = 5000
 	h := &countingHandler{msgs: map[string]int{}}
@@ -88,8 +87,7 @@ func liveHeap() uint64 {
 
 // TestLongNonJSONLineInBoundedMemory: a 200 MB line that is not JSON is
 // skipped as it streams by: the reader allocates a few KiB for it, not the
-// line (issue 13 item 9; before, it buffered up to MaxLineBytes, 64 MiB,
-// grown by doubling).
+// line.
 func TestLongNonJSONLineInBoundedMemory(t *testing.T) {
 	const lineBytes = 200 << 20
 	var skipped []string
@@ -115,7 +113,7 @@ func TestLongNonJSONLineInBoundedMemory(t *testing.T) {
 
 // TestLongLineBufferReleased: after a 16 MiB JSON response (under
 // MaxLineBytes, so delivered), the connection, still open, holds no line
-// buffer of that size (issue 13 item 9).
+// buffer of that size.
 func TestLongLineBufferReleased(t *testing.T) {
 	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{Raw: &fixture.RawSpec{OversizeLineBytes: 16 << 20}})})
 	base := liveHeap()

@@ -40,7 +40,7 @@ func running(pid int) bool {
 
 // TestInitializeTimeoutIsNotAnExit: a server that reads its stdin but never
 // answers initialize is reported as not answering, not by the exit status
-// it has after the client gave up and closed its stdin (issue 13 item 14).
+// it has after the client gave up and closed its stdin.
 func TestInitializeTimeoutIsNotAnExit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -63,8 +63,7 @@ func TestInitializeTimeoutIsNotAnExit(t *testing.T) {
 // ignores SIGTERM, nor after the wait for an exit that a startup failing on
 // its own makes. Each of those waits is an hour here, so a report that
 // waited on one would not come within the test's bound. The teardown is
-// handed to Options.Background, whose owner waits for it (issue 13 item
-// 21).
+// handed to Options.Background, whose owner waits for it.
 func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
 	const forever = time.Hour
 	pidFile := filepath.Join(t.TempDir(), "pid")
@@ -128,7 +127,7 @@ func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
 
 // TestWriteToClosedStdinIsConnectionLost: a call written to a server that
 // closed its stdin (but lives on, stdout open) fails with ErrConnectionLost
-// and the server's last stderr, and ends the connection (issue 13 item 13).
+// and the server's last stderr, and ends the connection.
 func TestWriteToClosedStdinIsConnectionLost(t *testing.T) {
 	closed := make(chan struct{})
 	c := connect(t, Options{
@@ -183,7 +182,7 @@ func TestCloseEndsSetsidDescendant(t *testing.T) {
 
 // TestCloseWaitsForTeardownOfLostConnection: when the server closes its
 // stdout and lives on, the connection tears the group down on its own;
-// Close returns only once that teardown is done (issue 13 item 5).
+// Close returns only once that teardown is done.
 func TestCloseWaitsForTeardownOfLostConnection(t *testing.T) {
 	dir := t.TempDir()
 	bgPID := filepath.Join(dir, "bg.pid")

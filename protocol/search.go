@@ -1,6 +1,6 @@
 package protocol
 
-// Tool search and deferred schemas (issue 18): a harness gives the model a
+// Tool search and deferred schemas: a harness gives the model a
 // search over the catalog and the few definitions it needs, instead of the
 // whole catalog every turn.
 const (

@@ -14,10 +14,10 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// Cache files and folders the sidecar did not make (issue 13, items 10
-// and 11), seen from a host: a lazy session/open neither blocks on a FIFO
-// nor keeps a server dormant on tools planted in a folder others may write;
-// each refusal is reported once in mcp/log.
+// Cache files and folders the sidecar did not make, seen from a host: a lazy
+// session/open neither blocks on a FIFO nor keeps a server dormant on tools
+// planted in a folder others may write; each refusal is reported once in
+// mcp/log.
 
 func TestDiskCacheFIFODoesNotBlockSessionOpen(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")

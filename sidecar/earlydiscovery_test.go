@@ -17,12 +17,11 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
-// Early discovery reports what really happened (issue 13, items 18 and
-// 19): a startup that times out, fails its first tools/list, or whose
-// session closes while discovery pages are being fetched is reported as
-// itself (-32012, -32011, session_closed), not as a replaced connection;
-// only a replacement or a resource change is -32017, and a discovery
-// retried after -32017 waits for normal readiness.
+// Early discovery reports what really happened: a startup that times out,
+// fails its first tools/list, or whose session closes while discovery pages
+// are being fetched is reported as itself (-32012, -32011, session_closed),
+// not as a replaced connection; only a replacement or a resource change is
+// -32017, and a discovery retried after -32017 waits for normal readiness.
 //
 // The server is in process (HTTP), so that its tools/list and
 // resources/list block on channels: the test knows a page is in flight.

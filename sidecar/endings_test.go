@@ -2,7 +2,7 @@
 
 package sidecar_test
 
-// Issue 13 items 5 and 6: every ending of a session or of the sidecar
+// Every ending of a session or of the sidecar
 // waits for every process the sidecar started, including the teardown of a
 // connection the server lost on its own, and descendants that left the
 // server's process group (setsid) end with it.
@@ -294,7 +294,7 @@ func TestKilledSidecarEndsServerGroups(t *testing.T) {
 // TestInitializeTimeoutReported: a server that reads its stdin but never
 // answers initialize (and exits 0 when its stdin closes, as most do) is
 // reported as not answering initialize within startup_timeout_sec, not as
-// "exited during startup (exit status 0)" (issue 13 item 14).
+// "exited during startup (exit status 0)".
 func TestInitializeTimeoutReported(t *testing.T) {
 	h := newHarness(t)
 	cfg := &config.ServerConfig{Command: "sh", Args: []string{"-c", `cat >/dev/null`}, StartupTimeoutSec: seconds(0.5)}
@@ -323,8 +323,7 @@ func startupFailure(t *testing.T, h *harness) protocol.StartupStatusParams {
 // initialize and ignores both its stdin's EOF and SIGTERM. Its startup
 // failure is reported while its teardown (which waits out the SIGTERM
 // grace, then kills) is still held back, and session/close answers only
-// once that teardown is done and nothing of the server runs (issue 13
-// items 21 and 5).
+// once that teardown is done and nothing of the server runs.
 func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once

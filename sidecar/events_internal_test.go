@@ -40,8 +40,7 @@ func TestLogLimiter(t *testing.T) {
 
 // TestLogLimiterBoundIncludesNotices: under a flood, the messages that go
 // out (lines and notices of dropped lines) stay within burst + rate × time,
-// and every line is either sent or counted in a notice (issue 13, item 16:
-// the notices used to bypass the limit, doubling it).
+// and every line is either sent or counted in a notice.
 func TestLogLimiterBoundIncludesNotices(t *testing.T) {
 	const (
 		perSecond = 50

@@ -1,6 +1,6 @@
 package sidecar_test
 
-// Issue 13 items 7, 9 and 13: a server that misbehaves on its pipes costs
+// A server that misbehaves on its pipes costs
 // the sidecar bounded resources and gets the errors every lost connection
 // gets.
 

@@ -284,10 +284,9 @@ func TestListChangedRefreshUpdatesDiskCache(t *testing.T) {
 	}
 }
 
-// TestListChangedInvalidatesDiskCacheEvenIfRefreshFails (issue 13, item
-// 20): a notification makes the scope's disk entry outdated; if the
-// refresh then fails, the entry must not survive to be served, as
-// "cached", to a new lazy session.
+// TestListChangedInvalidatesDiskCacheEvenIfRefreshFails: a notification makes
+// the scope's disk entry outdated; if the refresh then fails, the entry must
+// not survive to be served, as "cached", to a new lazy session.
 func TestListChangedInvalidatesDiskCacheEvenIfRefreshFails(t *testing.T) {
 	cacheDir := t.TempDir()
 	// The second tools/list of the process (the refresh) fails.

@@ -69,12 +69,11 @@ func TestLazyStartupAfterListChangedAtStartup(t *testing.T) {
 	}
 }
 
-// TestListChangedAtStartupWithFailingRelistNeverServedCached (issue 13,
-// item 20, at startup): one sidecar with mcp_tool_list_changed off ignores
-// the notification and caches the startup listing; a second one, with it
-// on and the same cache folder, learns from the notification that the
-// entry is outdated, and its listing again fails. The entry must go, and
-// no lazy session may serve it.
+// TestListChangedAtStartupWithFailingRelistNeverServedCached: one sidecar with
+// mcp_tool_list_changed off ignores the notification and caches the startup
+// listing; a second one, with it on and the same cache folder, learns from the
+// notification that the entry is outdated, and its listing again fails. The
+// entry must go, and no lazy session may serve it.
 func TestListChangedAtStartupWithFailingRelistNeverServedCached(t *testing.T) {
 	cacheDir := t.TempDir()
 	cfg := fixture.Config("s", fixture.Spec{NotifyToolsChangedAtList: []int{1}, FailListAt: []int{2},

@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
-// Requests pipelined right behind session/open (issue 13, item 1): a host
+// Requests pipelined right behind session/open: a host
 // may send requests for a session before the open's reply arrives. Each
 // such request finds no session (-32001) or a whole one: never a session
 // half filled (a nil server, a bogus -32010 for a configured server, an

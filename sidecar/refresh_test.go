@@ -145,7 +145,7 @@ func newRefreshHarness(t *testing.T) *refreshHarness {
 	return rh
 }
 
-// TestFailedRefreshAnswersAllWaitersOnce (issue 13, item 17): eight
+// TestFailedRefreshAnswersAllWaitersOnce: eight
 // tools/list find a catalog made stale by a notification; one refresh
 // lists and fails; all eight are answered from that one failure with the
 // previous catalog marked stale, and the cooldown then holds: nobody lists

@@ -1,6 +1,6 @@
 package sidecar_test
 
-// Issue 7's proofs: supervision of crashing servers, no orphans through
+// Supervision of crashing servers, no orphans through
 // wrapper chains and every way the sidecar can end, the child environment,
 // secrets kept out of the disk cache, and the bound on concurrent startups.
 

@@ -950,7 +950,7 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)
 }
 
-// Crash-loop bounds (issue 7): a run shorter than stableUptime counts
+// Crash-loop bounds: a run shorter than stableUptime counts
 // towards maxCrashes.
 const (
 	stableUptime = 5 * time.Minute

@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// Startups the host never cancelled (issue 13, item 15): one superseded by
+// Startups the host never cancelled: one superseded by
 // a servers/reconnect, one ended by session/close. Neither is -32800,
 // which means "you cancelled this request"; both are -32011 with a kind
 // that says why.
