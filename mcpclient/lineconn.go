@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
 
 // lineTransport is the stdio transport: newline-delimited JSON-RPC over
@@ -49,14 +51,11 @@ type lineConn struct {
 	raw   *rawCalls
 	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
 
-	// The server's input takes one writer at a time, and messages in the
-	// order they were sent (a notifications/cancelled never overtakes its
-	// request): wmu guards writing, which the one writing holds, and
-	// outbox, the messages sent meanwhile, which the holder writes before
-	// it lets go.
-	wmu         sync.Mutex
-	writing     bool
-	outbox      []outgoing
+	// The server's input takes messages in the order they were sent (a
+	// notifications/cancelled never overtakes its request), whether the
+	// sender waits (go-sdk) or not (a raw call from the host's read loop).
+	outOnce     sync.Once
+	out         *outbox.Outbox // writes with writeOut; see outbox()
 	w           io.WriteCloser
 	writeFailed func(error)
 
@@ -217,14 +216,6 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// outgoing is a message waiting for the server's input: its parts, the
-// last ending with the newline, and for a sender that waits, where its
-// write's error goes.
-type outgoing struct {
-	parts [][]byte
-	done  chan error // nil: nobody waits
-}
-
 // Write writes go-sdk's message, after the messages sent before it, and
 // waits until it is written.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -244,23 +235,17 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // writeParts writes one message given in parts, the last ending with the
 // newline, after the messages sent before it, and waits until it is
 // written.
-func (c *lineConn) writeParts(parts ...[]byte) error {
-	c.wmu.Lock()
-	if c.writing {
-		done := make(chan error, 1)
-		c.outbox = append(c.outbox, outgoing{parts, done})
-		c.wmu.Unlock()
-		return <-done
-	}
-	c.writing = true
-	c.wmu.Unlock()
-	err := c.writeOut(parts)
-	c.drain() // what was sent meanwhile, before letting go
-	return err
+func (c *lineConn) writeParts(parts ...[]byte) error { return c.outbox().Send(parts...) }
+
+// outbox is c's outbox, made on first use (tests build lineConns as
+// literals).
+func (c *lineConn) outbox() *outbox.Outbox {
+	c.outOnce.Do(func() { c.out = outbox.New(c.writeOut) })
+	return c.out
 }
 
-// writeOut writes parts with blocking writes. Only the one writing calls
-// it.
+// writeOut writes parts with blocking writes; the outbox's one writer
+// calls it.
 func (c *lineConn) writeOut(parts [][]byte) error {
 	for _, p := range parts {
 		if _, err := c.w.Write(p); err != nil {
@@ -268,28 +253,6 @@ func (c *lineConn) writeOut(parts [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// drain writes the queued messages in order, then lets go of writing.
-// Only the one writing calls it.
-func (c *lineConn) drain() {
-	for {
-		c.wmu.Lock()
-		if len(c.outbox) == 0 {
-			c.writing = false
-			c.outbox = nil // a burst's backlog is not kept
-			c.wmu.Unlock()
-			return
-		}
-		m := c.outbox[0]
-		c.outbox[0] = outgoing{}
-		c.outbox = c.outbox[1:]
-		c.wmu.Unlock()
-		err := c.writeOut(m.parts)
-		if m.done != nil {
-			m.done <- err
-		}
-	}
 }
 
 // writeErr says what a failed write means: os.ErrClosed, that we closed
@@ -316,65 +279,27 @@ type noWaitWriter interface {
 // newline) without blocking its caller: the host's read loop sends
 // tools/call this way, and one server that does not read its input must
 // not hold up the others. It is written after every message sent before
-// it. What the server's input takes at once is written here; the rest,
-// and anything sent while another write is under way, by the one writing
-// or by a goroutine that spawn starts. spawn reports false when the
-// connection ended: nothing more is written then. A failed write ends
+// it: what the server's input takes at once here, the rest by the one
+// writing or by a goroutine that spawn starts. spawn reports false when
+// the connection ended: nothing more is written then. A failed write ends
 // the connection (writeFailed), which is how a sender learns of it.
 func (c *lineConn) send(parts [][]byte, spawn func(func()) bool) {
-	c.wmu.Lock()
-	if c.writing {
-		c.outbox = append(c.outbox, outgoing{parts: parts})
-		c.wmu.Unlock()
-		return
-	}
-	c.writing = true
-	c.wmu.Unlock()
+	var try func([][]byte) [][]byte
 	if nw, ok := c.w.(noWaitWriter); ok {
-		for len(parts) > 0 {
-			n := nw.writeNoWait(parts[0])
-			if n < len(parts[0]) {
-				parts[0] = parts[0][n:]
-				break
+		try = func(parts [][]byte) [][]byte {
+			for len(parts) > 0 {
+				n := nw.writeNoWait(parts[0])
+				if n < len(parts[0]) {
+					parts[0] = parts[0][n:]
+					break
+				}
+				parts = parts[1:]
 			}
-			parts = parts[1:]
+			return parts
 		}
 	}
-	c.wmu.Lock()
-	if len(parts) == 0 && len(c.outbox) == 0 {
-		c.writing = false
-		c.wmu.Unlock()
-		return
-	}
-	c.wmu.Unlock()
-	if !spawn(func() {
-		if len(parts) > 0 {
-			_ = c.writeOut(parts)
-		}
-		c.drain()
-	}) {
-		c.abandon()
-	}
+	c.outbox().SendLater(parts, try, spawn)
 }
-
-// abandon lets go of writing when the connection ended under the one
-// writing: queued messages are not written, and their senders learn why.
-func (c *lineConn) abandon() {
-	c.wmu.Lock()
-	q := c.outbox
-	c.outbox = nil
-	c.writing = false
-	c.wmu.Unlock()
-	for _, m := range q {
-		if m.done != nil {
-			m.done <- errConnEnded
-		}
-	}
-}
-
-// errConnEnded is the write error of a message the connection ended
-// before it could be written.
-var errConnEnded = errors.New("the connection ended before the message was written")
 
 func (c *lineConn) Close() error {
 	var err error

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
 
 // DefaultMaxFrameBytes is the largest message body a Conn accepts when
@@ -314,62 +316,36 @@ func quote(b []byte) string {
 
 // frameWriter is the one writer of a connection's outgoing frames: every
 // message leaves through it, each frame whole, in the order it was handed
-// over, in a single Write where it fits in a pooled buffer.
+// over (an outbox.Outbox), in a single Write where it fits in a pooled
+// buffer.
 //
 // A frame is written by its sender (write, writeParts: the sender waits
 // until it is out, which is what holds a flood back when the peer reads
 // slowly) or, for a frame the read loop sends, later (writeLater): the
 // read loop must keep reading even while the peer does not read, or two
 // peers that both answer on their read loops could each wait for the
-// other's reading forever. One sender writes at a time; frames handed over
-// meanwhile wait in queue, and whoever writes writes them before it stops.
+// other's reading forever.
 type frameWriter struct {
 	w    io.Writer
 	bufs sync.Pool // *bytes.Buffer
-
-	mu      sync.Mutex
-	writing bool // a sender or the drain goroutine owns w
-	queue   []queuedFrame
+	out  *outbox.Outbox
 }
 
-// flush waits until the frames handed over so far are written (or a
-// write failed), for at most d.
-func (fw *frameWriter) flush(d time.Duration) {
-	fw.mu.Lock()
-	if !fw.writing {
-		fw.mu.Unlock()
-		return
-	}
-	done := make(chan error, 1)
-	fw.queue = append(fw.queue, queuedFrame{done: done}) // written after the rest: an empty frame
-	fw.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// flushWait bounds how long Serve waits for the read loop's answers to
-// leave once reading ended: a peer that closed its output but never reads
-// must not keep the process alive.
-const flushWait = 5 * time.Second
-
-// queuedFrame is a frame waiting for its turn.
-type queuedFrame struct {
-	parts [][]byte
-	done  chan error // the waiting sender's; nil for a frame sent later
-}
-
-// maxLater is how many frames may wait for a drain goroutine before the
-// read loop waits too: a peer that sends without ever reading is held
+// maxLater is how many frames may wait for writeLater's goroutine before
+// the read loop waits too: a peer that sends without ever reading is held
 // back rather than followed into unbounded memory.
 const maxLater = 1024
+
+// flushWait bounds how long the read loop's answers may take to leave once
+// reading ended: a peer that closed its output but never reads must not
+// keep the process alive.
+const flushWait = 5 * time.Second
 
 func newFrameWriter(w io.Writer) *frameWriter {
 	fw := &frameWriter{w: w}
 	fw.bufs.New = func() any { return new(bytes.Buffer) }
+	fw.out = outbox.New(fw.writeOut)
+	fw.out.Max = maxLater
 	return fw
 }
 
@@ -392,29 +368,20 @@ func (fw *frameWriter) write(fill func(*bytes.Buffer) error) error {
 }
 
 // writeLater frames the body that fill appends and hands it to be written
-// in its turn, without waiting for the peer to read it (see frameWriter).
-// A write error is not reported: the peer is gone, and the read loop
-// learns that by reading.
+// in its turn, without waiting for the peer to read it. A write error is
+// not reported: the peer is gone, and the read loop learns that by reading.
 func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 	frame, err := render(new(bytes.Buffer), fill)
 	if err != nil {
 		return err
 	}
-	fw.mu.Lock()
-	if len(fw.queue) >= maxLater {
-		fw.mu.Unlock()
-		return fw.writeParts(frame)
-	}
-	fw.queue = append(fw.queue, queuedFrame{parts: [][]byte{frame}})
-	if fw.writing {
-		fw.mu.Unlock()
-		return nil
-	}
-	fw.writing = true
-	fw.mu.Unlock()
-	go fw.drain() // ends when the queue is empty
+	fw.out.SendLater([][]byte{frame}, nil, func(f func()) bool { go f(); return true }) // the goroutine ends when the outbox is empty
 	return nil
 }
+
+// flush waits until the frames handed over so far are written (or a
+// write failed), for at most d.
+func (fw *frameWriter) flush(d time.Duration) { fw.out.Flush(d) }
 
 // render frames the body fill appends to buf: the frame is a slice of buf.
 func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
@@ -436,22 +403,9 @@ func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 // the body, a large payload, the tail), in order, after the frames handed
 // over before it, and returns once it is written: a large payload goes out
 // without being copied into a frame buffer first.
-func (fw *frameWriter) writeParts(parts ...[]byte) error {
-	fw.mu.Lock()
-	if fw.writing {
-		done := make(chan error, 1)
-		fw.queue = append(fw.queue, queuedFrame{parts: parts, done: done})
-		fw.mu.Unlock()
-		return <-done
-	}
-	fw.writing = true
-	fw.mu.Unlock()
-	err := fw.writeOut(parts)
-	fw.drain()
-	return err
-}
+func (fw *frameWriter) writeParts(parts ...[]byte) error { return fw.out.Send(parts...) }
 
-// writeOut writes parts. Only the one writing calls it.
+// writeOut writes parts; the outbox's one writer calls it.
 func (fw *frameWriter) writeOut(parts [][]byte) error {
 	for _, p := range parts {
 		if _, err := fw.w.Write(p); err != nil {
@@ -459,28 +413,6 @@ func (fw *frameWriter) writeOut(parts [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// drain writes the queued frames in order, then stops writing. Only the
-// one writing calls it.
-func (fw *frameWriter) drain() {
-	for {
-		fw.mu.Lock()
-		if len(fw.queue) == 0 {
-			fw.writing = false
-			fw.queue = nil // a burst's backlog is not kept
-			fw.mu.Unlock()
-			return
-		}
-		f := fw.queue[0]
-		fw.queue[0] = queuedFrame{}
-		fw.queue = fw.queue[1:]
-		fw.mu.Unlock()
-		err := fw.writeOut(f.parts)
-		if f.done != nil {
-			f.done <- err
-		}
-	}
 }
 
 func appendHeader(dst []byte, n int) []byte {
