@@ -1,6 +1,7 @@
 package proctree
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"strings"
@@ -31,14 +32,26 @@ func TestHasEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command("sleep", "1000")
+			// The shell says it runs once exec has set up its environment:
+			// Start returns earlier, while the kernel may still be building
+			// it (and /proc then shows none).
+			cmd := exec.Command("sh", "-c", "echo running; read wait")
 			cmd.Env = append([]string{}, tt.env...)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			// Start returns once the child has exec'd: /proc shows sleep's
-			// environment, not the test binary's.
+			t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "running\n" {
+				t.Fatalf("the shell said %q, %v", line, err)
+			}
 			if got := HasEnv(cmd.Process.Pid, entry); got != tt.want {
 				t.Errorf("HasEnv = %v, want %v", got, tt.want)
 			}
