@@ -81,6 +81,9 @@ type Server struct {
 	// every reply was written or abandoned.
 	work sync.WaitGroup
 
+	// deadlines times out the tool calls sent from the read loop.
+	deadlines callDeadlines
+
 	exitCode atomic.Int32
 	done     chan struct{}
 	doneOnce sync.Once

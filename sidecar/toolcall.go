@@ -284,8 +284,8 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 // ends exactly once, by whichever comes first: its answer or the end of
 // the server's connection (mcpclient calls CallEnded), or its timeout or the
 // host's cancellation (the call is then taken back from the connection).
-// Neither of the last two needs a context of its own: a timer and a
-// function run when the request's context ends.
+// Neither of the last two needs a context of its own: the server's
+// deadlines and a function run when the request's context ends.
 type sentCall struct {
 	s   *Server
 	id  json.RawMessage // the host's request id
@@ -294,7 +294,8 @@ type sentCall struct {
 
 	mu       sync.Mutex
 	finished bool
-	timer    *time.Timer // the call's timeout
+	call     mcpclient.PendingCall
+	deadline *deadline   // the call's timeout, among the server's (deadlines.go)
 	stop     func() bool // stops the watch of ctx
 }
 
@@ -306,13 +307,20 @@ func (c *sentCall) watch(call mcpclient.PendingCall) {
 	if c.finished {
 		return // answered already
 	}
-	abort := func(cause error) {
-		if call.Cancel(cause) {
-			c.CallEnded(nil, cause)
-		}
+	c.call = call
+	c.deadline = c.s.deadlines.add(c, time.Now().Add(c.tc.timeout))
+	c.stop = context.AfterFunc(c.ctx, func() { c.abort(context.Cause(c.ctx)) })
+}
+
+// abort takes the call back from its connection, if it has not ended,
+// and ends it with cause.
+func (c *sentCall) abort(cause error) {
+	c.mu.Lock()
+	call := c.call
+	c.mu.Unlock()
+	if call.Cancel(cause) {
+		c.CallEnded(nil, cause)
 	}
-	c.timer = time.AfterFunc(c.tc.timeout, func() { abort(errToolTimeout) })
-	c.stop = context.AfterFunc(c.ctx, func() { abort(context.Cause(c.ctx)) })
 }
 
 // CallEnded answers the host with the call's result or error, after the
@@ -328,10 +336,10 @@ func (c *sentCall) CallEnded(raw json.RawMessage, err error) {
 	}()
 	c.mu.Lock()
 	c.finished = true
-	timer, stop := c.timer, c.stop
+	dl, stop := c.deadline, c.stop
 	c.mu.Unlock()
-	if timer != nil {
-		timer.Stop()
+	if dl != nil {
+		s.deadlines.remove(dl)
 		stop() // on the watch's own goroutine, it returns false: nothing to wait for
 	}
 	if err != nil {
