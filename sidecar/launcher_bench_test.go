@@ -29,24 +29,8 @@ func BenchmarkSandboxedCall(b *testing.B) {
 			name = "launcher"
 		}
 		b.Run(name, func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			hostR, sidecarW := io.Pipe()
-			sidecarR, hostW := io.Pipe()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: os.LookupEnv, Logger: slog.New(slog.DiscardHandler)})
-				sidecarW.Close()
-			}()
-			// Checked only in a one-iteration smoke run: checking costs a
-			// good part of the call it would measure.
-			var checker *schema.Checker
-			if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
-				checker = schemaChecker(b)
-			}
-			c := hostclient.New(ctx, hostR, hostW, hostclient.Options{Checker: checker})
-			defer func() { c.Close(); <-done }()
+			ctx := context.Background()
+			c := benchSidecar(b)
 
 			params := map[string]any{
 				"clientInfo": map[string]any{"name": "bench"},
@@ -86,4 +70,27 @@ func BenchmarkSandboxedCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSidecar starts an in-process sidecar and a host connected to it
+// for a benchmark; cleanup stops both. The host checks messages against
+// the schema only in a one-iteration smoke run: checking costs a good part
+// of the call it would measure.
+func benchSidecar(b *testing.B) *hostclient.Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	hostR, sidecarW := io.Pipe()
+	sidecarR, hostW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: os.LookupEnv, Logger: slog.New(slog.DiscardHandler)})
+		sidecarW.Close()
+	}()
+	var checker *schema.Checker
+	if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
+		checker = schemaChecker(b)
+	}
+	c := hostclient.New(ctx, hostR, hostW, hostclient.Options{Checker: checker})
+	b.Cleanup(func() { c.Close(); <-done; cancel() })
+	return c
 }

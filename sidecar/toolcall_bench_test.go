@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
-	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // BenchmarkToolCall measures a plain tools/call (an echo, no sandbox
@@ -24,18 +19,8 @@ import (
 func BenchmarkToolCall(b *testing.B) {
 	for _, tools := range []int{1, 200} {
 		b.Run(fmt.Sprintf("tools=%d", tools), func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			hostR, sidecarW := io.Pipe()
-			sidecarR, hostW := io.Pipe()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: os.LookupEnv, Logger: slog.New(slog.DiscardHandler)})
-				sidecarW.Close()
-			}()
-			c := hostclient.New(ctx, hostR, hostW, hostclient.Options{})
-			defer func() { c.Close(); <-done }()
+			ctx := context.Background()
+			c := benchSidecar(b)
 
 			specs := []fixture.ToolSpec{tool("echo", "echo")}
 			for i := 1; i < tools; i++ {
