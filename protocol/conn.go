@@ -36,9 +36,10 @@ func (r *Request) IsNotification() bool { return r.ID == nil }
 // must not block: a request's work belongs on a goroutine of its own, which
 // answers with Reply or ReplyError. An answer given within Handle (an
 // error found at once) is written without waiting for the peer to read
-// it, so that the read loop reads on; any other write from Handle waits. For a request, ctx is the request's own
-// context: it ends when the peer cancels the request ($/cancelRequest,
-// cause ErrRequestCancelled) or Serve's context ends.
+// it, so that the read loop reads on; any other write from Handle waits.
+// For a request, ctx is the request's own context: it ends when the peer
+// cancels the request ($/cancelRequest, cause ErrRequestCancelled) or
+// Serve's context ends.
 type Handler interface {
 	Handle(ctx context.Context, req *Request)
 }
