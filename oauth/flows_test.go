@@ -115,8 +115,7 @@ func TestRefusedRefreshAuthorizesAgainOnce(t *testing.T) {
 			tc.fresh(e)
 			echo(t, s, "echo", "two")
 			c := e.as.Counts()
-			c.Registrations = 0 // the forgotten grant's client goes with it: go-sdk registers anew
-			want := oauthtest.Counts{Authorizations: 2, CodeExchanges: 2, RefreshDenied: 1}
+			want := oauthtest.Counts{Registrations: 1, Authorizations: 2, CodeExchanges: 2, RefreshDenied: 1}
 			if diff := cmp.Diff(want, c); diff != "" || presented.Load() != 2 {
 				t.Errorf("presented %d (want 2); authorization server counts (-want +got):\n%s", presented.Load(), diff)
 			}
@@ -145,4 +144,53 @@ func TestStepUpOncePerCall(t *testing.T) {
 		}
 	}
 	echo(t, s, "echo", "the session still works")
+}
+
+// A client registered dynamically is kept, per authorization server, and
+// used by every later authorization with that server: a new authorization
+// of the same server, and the first of another server it protects. A flow
+// that used a kept client and failed forgets it (the authorization server
+// may have): the next one registers anew.
+func TestClientRegistrationKeptPerAuthorizationServer(t *testing.T) {
+	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
+	s, presented := e.connectBrowsing(t)
+	echo(t, s, "echo", "one")
+	first := e.as.LastAuthorization()
+
+	e.as.RevokeAll() // the grant is gone: a new authorization
+	echo(t, s, "echo", "two")
+	again := e.as.LastAuthorization()
+	if c := e.as.Counts(); c.Registrations != 1 || c.Authorizations != 2 || presented.Load() != 2 {
+		t.Errorf("after a new authorization: counts %+v, presented %d; want 2 authorizations and still 1 registration", c, presented.Load())
+	}
+	for _, k := range []string{"client_id", "redirect_uri"} {
+		if first.Get(k) != again.Get(k) {
+			t.Errorf("%s: %q, then %q; want the kept client's", k, first.Get(k), again.Get(k))
+		}
+	}
+
+	// Another server of the same authorization server.
+	other := oauthtest.NewServer(t, e.as, oauthtest.ServerConfig{})
+	s2, err := connect(t.Context(), other.URL(), e.m.Handler(Server{Name: "other", URL: other.URL()}, HandlerOptions{Present: browse(new(atomic.Int32))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	echo(t, s2, "echo", "three")
+	if c := e.as.Counts(); c.Registrations != 1 || c.Authorizations != 3 {
+		t.Errorf("after another server's authorization: counts %+v; want 3 authorizations and still 1 registration", c)
+	}
+
+	// A flow with the kept client fails (here at the code exchange): the
+	// next flow registers a new client.
+	e.as.RevokeAll()
+	e.as.FailTokens("invalid_grant")
+	if _, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err == nil {
+		t.Fatal("a call whose authorization failed succeeded")
+	}
+	e.as.FailTokens("")
+	echo(t, s, "echo", "four")
+	if c := e.as.Counts(); c.Registrations != 2 {
+		t.Errorf("after a failed flow with the kept client: counts %+v; want a second registration", c)
+	}
 }

@@ -103,6 +103,9 @@ const (
 type storeFileFormat struct {
 	Version     int                     `json:"version"`
 	Credentials map[string]*Credentials `json:"credentials"`
+	// Registrations are the clients registered dynamically, by
+	// registration endpoint (registrations.go).
+	Registrations map[string]*Registration `json:"registrations,omitempty"`
 }
 
 // ErrUnsafe is matched (errors.Is) by the error for a credentials file or
@@ -139,6 +142,15 @@ func (s *Store) current() (stamp, error) {
 // Load reads every entry, by Key.ID. A missing file or directory is no
 // entries.
 func (s *Store) Load() (map[string]*Credentials, stamp, error) {
+	f, at, err := s.load()
+	if err != nil {
+		return nil, stamp{}, err
+	}
+	return f.Credentials, at, nil
+}
+
+// load reads the whole file; its maps are never nil.
+func (s *Store) load() (*storeFileFormat, stamp, error) {
 	if s.Dir == "" {
 		return nil, stamp{}, errors.New("credentials store: no directory configured")
 	}
@@ -147,7 +159,7 @@ func (s *Store) Load() (map[string]*Credentials, stamp, error) {
 	}
 	f, err := os.Open(s.path())
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*Credentials{}, stamp{}, nil
+		return decodeStore(nil)
 	}
 	if err != nil {
 		return nil, stamp{}, fmt.Errorf("credentials store: %w", err)
@@ -167,39 +179,52 @@ func (s *Store) Load() (map[string]*Credentials, stamp, error) {
 	if len(data) > maxStoreBytes {
 		return nil, stamp{}, fmt.Errorf("credentials store: %s is larger than %d bytes", s.path(), maxStoreBytes)
 	}
-	entries, err := decodeStore(data)
+	content, _, err := decodeStore(data)
 	if err != nil {
 		return nil, stamp{}, fmt.Errorf("credentials store: %s: %w", s.path(), err)
 	}
-	return entries, stamp{info: fi}, nil
+	return content, stamp{info: fi}, nil
 }
 
-func decodeStore(data []byte) (map[string]*Credentials, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return map[string]*Credentials{}, nil
-	}
-	var f storeFileFormat
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("not a credentials file: %w", err)
-	}
-	if f.Version != storeVersion {
-		return nil, fmt.Errorf("version %d, this mcp-sidecar reads version %d", f.Version, storeVersion)
+// decodeStore decodes the file's data (none: an empty store).
+func decodeStore(data []byte) (*storeFileFormat, stamp, error) {
+	f := &storeFileFormat{Version: storeVersion}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, f); err != nil {
+			return nil, stamp{}, fmt.Errorf("not a credentials file: %w", err)
+		}
+		if f.Version != storeVersion {
+			return nil, stamp{}, fmt.Errorf("version %d, this mcp-sidecar reads version %d", f.Version, storeVersion)
+		}
 	}
 	if f.Credentials == nil {
 		f.Credentials = map[string]*Credentials{}
+	}
+	if f.Registrations == nil {
+		f.Registrations = map[string]*Registration{}
 	}
 	for id, c := range f.Credentials {
 		if c == nil {
 			delete(f.Credentials, id)
 		}
 	}
-	return f.Credentials, nil
+	for id, r := range f.Registrations {
+		if r == nil {
+			delete(f.Registrations, id)
+		}
+	}
+	return f, stamp{}, nil
 }
 
 // Update reads the file, lets fn change the entries and writes them back,
 // all under the lock, creating the directory (0700) and the file (0600) as
 // needed. fn's error aborts the update.
 func (s *Store) Update(fn func(entries map[string]*Credentials) error) error {
+	return s.update(func(f *storeFileFormat) error { return fn(f.Credentials) })
+}
+
+// update is Update of the whole file.
+func (s *Store) update(fn func(f *storeFileFormat) error) error {
 	if s.Dir == "" {
 		return errors.New("credentials store: no directory configured")
 	}
@@ -216,14 +241,15 @@ func (s *Store) Update(fn func(entries map[string]*Credentials) error) error {
 		return fmt.Errorf("credentials store: lock: %w", err)
 	}
 	defer unlock()
-	entries, _, err := s.Load()
+	content, _, err := s.load()
 	if err != nil {
 		return err
 	}
-	if err := fn(entries); err != nil {
+	if err := fn(content); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(storeFileFormat{Version: storeVersion, Credentials: entries}, "", "  ")
+	content.Version = storeVersion
+	data, err := json.MarshalIndent(content, "", "  ")
 	if err != nil {
 		return fmt.Errorf("credentials store: %w", err)
 	}

@@ -106,6 +106,7 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	var ce *oauth.ConfigError
 	var fe *oauth.FlowError
 	var se *oauth.ScopeError
+	var re *oauth.RefreshError
 	switch {
 	case errors.As(err, &na):
 		return needsAuthorization(sc.name, na.URL, na.Error()), true
@@ -117,6 +118,10 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
 	case errors.As(err, &ce):
 		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.Error()).WithServer(sc.name, ""), true
+	case errors.As(err, &re):
+		// The token expired and the authorization server cannot renew it
+		// now: the next request tries again.
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, re.Error()+"; the access token has expired").WithServer(sc.name, "").Retry(), true
 	case errors.As(err, &fe):
 		prefix := fmt.Sprintf("server %q: ", sc.name)
 		answered := strings.TrimPrefix(err.Error(), prefix)

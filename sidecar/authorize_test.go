@@ -561,3 +561,28 @@ func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
 		t.Errorf("tools/call after revocation: data %+v, want needs_authorization for echo with a URL", data)
 	}
 }
+
+// An authorization server down while the token is due for renewal does
+// not fail the server: the token is used until it expires; after that,
+// requests fail as server_not_ready (retryable) saying why, and the
+// server stays ready for when the authorization server is back.
+func TestTokenUsedUntilExpiryWhileTheAuthorizationServerIsDown(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.startSession()
+	if err := o.echo("s1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	o.as.Close()
+	o.clock.Advance(time.Hour - 30*time.Second) // due for renewal, still valid
+	if err := o.echo("s1", "two"); err != nil {
+		t.Fatalf("call with a valid token while the authorization server is down: %v", err)
+	}
+	o.clock.Advance(time.Minute) // expired
+	je, data := o.h.wantCode(o.echo("s1", "three"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindServerNotReady || !data.Retryable || !strings.Contains(je.Message, "refreshing the access token") {
+		t.Errorf("call with the token expired: %s (data %+v); want a retryable server_not_ready saying the refresh failed", je.Message, data)
+	}
+	if st := o.status("s1"); st.State != protocol.StateReady {
+		t.Errorf("state %s, want ready", st.State)
+	}
+}
