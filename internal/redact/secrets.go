@@ -189,7 +189,8 @@ func scrubValue(v any, r *strings.Replacer, values []string) any {
 // (bearer_token_env_var), every http_headers and env_http_headers value,
 // the URL's userinfo (as it is and as the Basic header it becomes), its
 // query values and the path segments that look like secrets
-// (PathSegmentSecret), and for a stdio server every value of env and of
+// (PathSegmentSecret), the OAuth client secret (oauth.client_secret_env_var),
+// and for a stdio server every value of env and of
 // the variables env_vars passes on. Which of these are secret the
 // configuration does not say; all are taken, and NewSecrets ignores those
 // too short to be secrets. The values of the allowlisted variables every
@@ -216,6 +217,9 @@ func ServerValues(cfg *config.ServerConfig, env config.Lookup) []string {
 	}
 	for _, name := range cfg.EnvHTTPHeaders {
 		lookup(name)
+	}
+	if cfg.OAuth != nil {
+		lookup(cfg.OAuth.ClientSecretEnvVar)
 	}
 	for _, v := range cfg.Env {
 		vals = append(vals, v)

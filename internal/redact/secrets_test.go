@@ -97,6 +97,7 @@ func TestServerValues(t *testing.T) {
 		"PASSED":   "passed-s3cr3t",
 		"HOME":     "/home/someone",
 		"UNPASSED": "not-given-s3cr3t",
+		"CLIENT":   "client-s3cr3t",
 	})
 	cfg := &config.ServerConfig{
 		URL:               "https://bob:userinfo-s3cr3t@h/sk-path/mcp?api_key=query-s3cr3t&bare-s3cr3t&v=1",
@@ -105,11 +106,12 @@ func TestServerValues(t *testing.T) {
 		EnvHTTPHeaders:    map[string]string{"X-Key": "API_KEY"},
 		Env:               map[string]string{"DB": "env-s3cr3t", "SHORT": "1"},
 		EnvVars:           []string{"PASSED"},
+		OAuth:             &config.OAuthConfig{ClientSecretEnvVar: "CLIENT"},
 	}
 	got := NewSecrets(ServerValues(cfg, env), nil)
 	text := strings.Join([]string{
 		"bearer-s3cr3t", "header-s3cr3t", "passed-s3cr3t", "static-s3cr3t", "basic-s3cr3t",
-		"env-s3cr3t", "userinfo-s3cr3t", "query-s3cr3t", "bare-s3cr3t", "sk-path",
+		"env-s3cr3t", "userinfo-s3cr3t", "query-s3cr3t", "bare-s3cr3t", "sk-path", "client-s3cr3t",
 		base64.StdEncoding.EncodeToString([]byte("bob:userinfo-s3cr3t")),
 	}, " ")
 	if out := got.String(text); strings.Trim(strings.ReplaceAll(out, "REDACTED", ""), " ") != "" {
