@@ -1,9 +1,12 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -193,4 +196,71 @@ func TestClientRegistrationKeptPerAuthorizationServer(t *testing.T) {
 	if c := e.as.Counts(); c.Registrations != 2 {
 		t.Errorf("after a failed flow with the kept client: counts %+v; want a second registration", c)
 	}
+}
+
+// connectVia is connect with the handler's Transport under the client, as
+// the sidecar connects.
+func connectVia(ctx context.Context, url string, h *Handler) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, OAuthHandler: h, HTTPClient: &http.Client{Transport: h.Transport(nil)}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+}
+
+// A request answered 401 (the token revoked early) is refreshed with the
+// scopes granted so far; when the server then answers 403
+// insufficient_scope (the tool needs more), go-sdk would fail the whole
+// connection: under the handler's Transport the step-up is made on the
+// same request, and the session lives on.
+func TestStepUpAfterA401OnTheSameRequest(t *testing.T) {
+	e := newEnv(t, oauthtest.Config{ScopesSupported: []string{"read", "write"}},
+		oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}})
+	presented := new(atomic.Int32)
+	h := e.m.Handler(e.srv, HandlerOptions{Present: browse(presented)})
+	s, err := connectVia(t.Context(), e.server.URL(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	echo(t, s, "echo", "read is granted")
+	e.as.RevokeAccess() // 401, answered by a refresh of the read grant
+	echo(t, s, "publish", "stepped up")
+	if c := e.as.Counts(); c.Refreshes != 1 || presented.Load() != 2 {
+		t.Errorf("counts %+v, presented %d: want one refresh and one step-up", c, presented.Load())
+	}
+	echo(t, s, "echo", "the session still works")
+}
+
+// A 403 that is not insufficient_scope fails its request alone: go-sdk
+// sends it again after asking the handler (which has nothing to do), and
+// the second 403 would end the connection.
+func TestForbiddenFailsTheRequestAlone(t *testing.T) {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "forbidding", Version: "1"}, nil)
+	mcp.AddTool(ms, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"forbidden text"`)) {
+			http.Error(w, "not for you", http.StatusForbidden)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
+	s, err := connectVia(t.Context(), srv.URL, e.m.Handler(Server{Name: "forbidding", URL: srv.URL}, HandlerOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "forbidden text"}})
+	var fe *ForbiddenError
+	if !errors.As(err, &fe) || fe.Server != "forbidding" {
+		t.Fatalf("forbidden call: %v; want a *ForbiddenError naming the server", err)
+	}
+	echo(t, s, "echo", "the session still works")
 }

@@ -350,7 +350,7 @@ func (sc *serverConn) mapCallError(ctx context.Context, conn *mcpclient.Conn, to
 		// The close closed the connection under the request.
 		return sc.sessionClosedError().WithServer(sc.name, tool)
 	}
-	if pe, ok := sc.authorizationError(err); ok {
+	if pe, ok := sc.callAuthorizationError(err); ok {
 		pe.Data.Tool = tool
 		return pe
 	}

@@ -632,6 +632,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	opts := sc.clientOptions()
 	opts.OAuth = sc.oauthHandler(budget)
+	opts.HTTPClient = oauthClient(opts.OAuth)
 	conn, err := mcpclient.Connect(ctx, opts)
 	budget.release()
 	if err != nil {
