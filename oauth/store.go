@@ -75,7 +75,8 @@ type Credentials struct {
 // refused, not used: someone else's tokens would make the sidecar act as
 // that someone. Writes are atomic (temp file, fsync, rename) under a lock
 // file (flock(2); LockFileEx on Windows), so the sidecar and a login
-// command in another process never lose each other's updates.
+// command in another process never lose each other's updates. The same
+// file keeps the clients registered dynamically (registrations.go).
 type Store struct {
 	Dir string
 

@@ -147,7 +147,10 @@ func (s *Secrets) JSON(raw json.RawMessage) json.RawMessage {
 		b, _ := json.Marshal(s.String(string(raw)))
 		return b
 	}
-	v = scrubValue(v, r, values)
+	v, changed := scrubValue(v, r, values)
+	if !changed && json.Valid(out) {
+		return out // the escapes hid nothing: the bytes as they were
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -159,29 +162,37 @@ func (s *Secrets) JSON(raw json.RawMessage) json.RawMessage {
 }
 
 // scrubValue replaces the secrets in the strings, keys and numbers of a
-// decoded JSON value.
-func scrubValue(v any, r *strings.Replacer, values []string) any {
+// decoded JSON value, and reports whether it replaced any.
+func scrubValue(v any, r *strings.Replacer, values []string) (any, bool) {
 	switch v := v.(type) {
 	case string:
-		return r.Replace(v)
+		out := r.Replace(v)
+		return out, out != v
 	case json.Number:
 		if s := string(v); slices.ContainsFunc(values, func(x string) bool { return strings.Contains(s, x) }) {
-			return r.Replace(s)
+			return r.Replace(s), true
 		}
-		return v
+		return v, false
 	case []any:
+		changed := false
 		for i := range v {
-			v[i] = scrubValue(v[i], r, values)
+			var c bool
+			v[i], c = scrubValue(v[i], r, values)
+			changed = changed || c
 		}
-		return v
+		return v, changed
 	case map[string]any:
 		out := make(map[string]any, len(v))
+		changed := false
 		for k, x := range v {
-			out[r.Replace(k)] = scrubValue(x, r, values)
+			sk := r.Replace(k)
+			sx, c := scrubValue(x, r, values)
+			out[sk] = sx
+			changed = changed || c || sk != k
 		}
-		return out
+		return out, changed
 	}
-	return v
+	return v, false
 }
 
 // ServerValues are the secrets a server's configuration gives it, read

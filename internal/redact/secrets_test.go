@@ -77,6 +77,8 @@ func TestSecretsJSON(t *testing.T) {
 		{`{"pin":12345678901,"z":2}`, `{"pin":"REDACTED","z":2}`},
 		// In a key.
 		{`{"s3cr3t-value":1}`, `{"REDACTED":1}`},
+		// Escapes that hide no secret: the bytes as they were.
+		{`{"b":"\u003c","a":1}`, `{"b":"\u003c","a":1}`},
 		// Not JSON: a JSON string of the scrubbed text.
 		{`oops s3cr3t-value`, `"oops REDACTED"`},
 	} {
