@@ -252,6 +252,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		// go-sdk's errors may quote the server's URL, secrets included,
 		// and the authorization server's answer what was sent to it.
 		msg := strings.ReplaceAll(sent.scrub(err).Error(), srv.URL, redact.URL(srv.URL))
+		msg = redact.NewSecrets(redact.URLValues(srv.URL), nil).String(msg)
 		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {

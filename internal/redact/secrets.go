@@ -239,14 +239,17 @@ func ServerValues(cfg *config.ServerConfig, env config.Lookup) []string {
 		lookup(name)
 	}
 	if cfg.URL != "" {
-		vals = append(vals, urlValues(cfg.URL)...)
+		vals = append(vals, URLValues(cfg.URL)...)
 	}
 	return vals
 }
 
-// urlValues are the secrets of a URL: userinfo, query values (and bare
-// query parts) and secret-looking path segments.
-func urlValues(raw string) []string {
+// URLValues are the secrets of a URL, for Secrets: its userinfo (and the
+// Basic credentials it becomes), its query values (and bare query parts)
+// and its secret-looking path segments, as they are and unescaped. Text
+// that quotes the URL in pieces (a metadata URL built from its path) is
+// scrubbed by them where replacing the URL whole would miss.
+func URLValues(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil
