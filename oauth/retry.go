@@ -78,6 +78,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	now := refusalOf(resp)
 	if now == notRefused {
+		if t.waiting() {
+			// Perhaps the second sending of a refused request, answered:
+			// it is not waited for any more. (Hashing a body costs; only
+			// while a refusal waits.)
+			if sum, ok := digest(req); ok {
+				t.take(sum)
+			}
+		}
 		return resp, nil
 	}
 	sum, ok := digest(req)
@@ -145,6 +153,13 @@ func (t *retryTransport) resend(req *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// waiting reports whether a refused request may still be sent again.
+func (t *retryTransport) waiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.refused) > 0
 }
 
 // take reports whether the request of sum was refused before, forgetting
