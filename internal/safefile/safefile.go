@@ -249,7 +249,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
 	}
 	name := tmp.Name()
 	done := false
@@ -264,13 +264,13 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	if _, err := tmp.Write(data); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return err
+		return fmt.Errorf("sync %s: %w", name, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return fmt.Errorf("close %s: %w", name, err)
 	}
 	if err := os.Rename(name, path); err != nil {
 		return err
