@@ -210,8 +210,9 @@ func TestDiscoverCodexUserFile(t *testing.T) {
 			}
 			path := writeFile(t, dir, "config.toml", everyCodexKey)
 			env := MapLookup(vars)
-			found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env})
-			want := []Source{{Path: path, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser}}
+			cwd := t.TempDir()
+			found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env})
+			want := []Source{{Path: path, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser, Root: cwd}}
 			if diff := cmp.Diff(want, found); diff != "" {
 				t.Fatalf("found (-want +got):\n%s", diff)
 			}
@@ -312,8 +313,9 @@ func TestVSCodeUserFile(t *testing.T) {
 	},
 	"inputs": []
 }`)
-	found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env, Tools: []string{ToolVSCode}})
-	want := []Source{{Path: path, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser}}
+	cwd := t.TempDir()
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, Tools: []string{ToolVSCode}})
+	want := []Source{{Path: path, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser, Root: cwd}}
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Fatalf("found (-want +got):\n%s", diff)
 	}

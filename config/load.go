@@ -138,6 +138,13 @@ type Source struct {
 	// Trust is the recorded approval of a project-scope source, which
 	// Discover sets; nil approves every server (the user's own files).
 	Trust *Trust `json:"-"`
+	// Root is the root of the project Discover looked in (the repository
+	// root, or its working directory outside a repository), which it sets
+	// on every source: a project-scope file is read only as far as its
+	// links stay inside it, and it is ${workspaceFolder} (and the folder
+	// of relative paths) of the user-scope JSON files, as in the editors,
+	// which resolve it to the folder open, not the file's.
+	Root string `json:"-"`
 }
 
 // Describe names the source for people: its path, and whose scope it is.
@@ -161,7 +168,22 @@ func (s Source) Describe() string {
 var toolNames = map[string]string{"codex": "Codex", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
 
 func loadSource(src Source, env Lookup) parsed {
-	data, problem := readBounded(src.Path, maxConfigFileSize)
+	var (
+		data    []byte
+		problem string
+	)
+	switch {
+	case src.Scope == ScopeProject:
+		root := src.Root
+		if root == "" {
+			root = workspaceFolder(src.Path)
+		}
+		data, problem = readProjectFile(src.Path, root, maxConfigFileSize)
+	case src.Scope != "":
+		data, problem = readUserFile(src.Path, maxConfigFileSize)
+	default:
+		data, problem = readBounded(src.Path, maxConfigFileSize)
+	}
 	if problem != "" {
 		return failed(&Error{File: src.Path, Message: problem})
 	}
@@ -303,8 +325,13 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
-	if src.Project != "" {
+	switch {
+	case src.Project != "":
 		x.workspace = src.Project
+	case src.Scope == ScopeUser && src.Root != "":
+		// A user-scope file serves every project: its folder is the one
+		// open, as in Cursor and VS Code, never the file's (HOME).
+		x.workspace = src.Root
 	}
 	dir := filepath.Dir(abs)
 	if format == FormatClaudeUser || format == FormatClaudeLocal {
