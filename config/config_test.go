@@ -690,3 +690,34 @@ func TestServerConfigDefaults(t *testing.T) {
 		t.Errorf("defaults wrong: %v %v %v %v %v", c.StartupTimeout(), c.ToolTimeout(), c.Readiness(), c.IsEnabled(), c.Transport())
 	}
 }
+
+// TestParseErrorsQuoteNoSecret: a file named as a config that is not one
+// (a token, a credentials file, a dotenv file) fails to parse, and its
+// problem gives the line, the column and the kind of error, never the
+// text: the file may be nothing but a secret.
+func TestParseErrorsQuoteNoSecret(t *testing.T) {
+	const secret = "Zm9vYmFyc2VjcmV0"
+	for _, tc := range []struct{ name, body string }{
+		{"JWT", "eyJhbGciOiJIUzI1NiJ9." + secret + ".c2ln\n"},
+		{"API key", "sk-live-" + secret + "\n"},
+		{"base64 with padding", secret + "==\n"},
+		{"dotenv", "API_KEY=" + secret + "\n"},
+		{"INI credentials", "[default]\naws_secret_access_key = " + secret + "/x+y\n"},
+		{"bare value in JSON", `{"mcpServers": {"a": {"command": "x", "env": {"T": ` + secret + `}}}}`},
+		{"PEM", "-----BEGIN PRIVATE KEY-----\n" + secret + "\n-----END PRIVATE KEY-----\n"},
+		{"key of a TOML table", secret + " = [\n"},
+	} {
+		for _, name := range []string{"c.json", "c.toml", ".vscode/mcp.json", ".mcp.json"} {
+			dir := t.TempDir()
+			path := writeFile(t, dir, name, tc.body)
+			_, err := LoadFile(path, MapLookup(nil))
+			if err == nil {
+				continue
+			}
+			msg := strings.ReplaceAll(err.Error(), path, "F")
+			if strings.Contains(msg, secret[:6]) {
+				t.Errorf("%s as %s: the problem quotes the file: %s", tc.name, name, msg)
+			}
+		}
+	}
+}

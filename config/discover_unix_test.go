@@ -5,6 +5,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -179,5 +180,66 @@ func TestProjectEnteredThroughALink(t *testing.T) {
 				t.Errorf("local scope of project %q, want %q (as the file spells it)", c.Origin.Project, key)
 			}
 		})
+	}
+}
+
+// TestProjectFileLinksStayInTheProject: a project's config file that is a
+// link (or lies under a link) to a file outside the project is not
+// followed, whatever the project's trust: the file elsewhere is neither
+// read nor quoted. A link inside the project is followed. The problem
+// does not say where the link leads.
+func TestProjectFileLinksStayInTheProject(t *testing.T) {
+	const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ2aWN0aW0ifQ.c2lnbmF0dXJl"
+	home, base := t.TempDir(), t.TempDir()
+	root := filepath.Join(base, "repo")
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := writeFile(t, base, "secrets/token", token+"\n")
+	outsideDir := filepath.Dir(outside)
+	writeFile(t, outsideDir, "mcp.json", token)
+	writeFile(t, root, "tools/shared-mcp.json", `{"mcpServers": {"inside": {"command": "i"}}}`)
+	links := map[string]string{
+		filepath.Join(root, ".mcp.json"):           outside,                                       // a link to a file outside
+		filepath.Join(root, ".cursor"):             outsideDir,                                    // a link to a folder outside
+		filepath.Join(root, ".vscode", "mcp.json"): filepath.Join("..", "..", "secrets", "token"), // relative, out
+		filepath.Join(root, "sub", ".mcp.json"):    filepath.Join("..", "tools", "shared-mcp.json"),
+	}
+	for link, target := range links {
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const why = "a symbolic link (or a link in its path) that leads out of the project; not followed"
+	for _, trust := range []bool{false, true} {
+		found, _ := Discover(DiscoverOptions{Home: home, Cwd: filepath.Join(root, "sub"), TrustProject: trust})
+		l := Load(found, nil, MapLookup(nil))
+		got := map[string]string{}
+		for _, s := range l.Sources {
+			if s.Err != nil {
+				got[s.Path] = s.Err.Message
+			}
+		}
+		want := map[string]string{
+			filepath.Join(root, ".mcp.json"):           why,
+			filepath.Join(root, ".cursor", "mcp.json"): why,
+			filepath.Join(root, ".vscode", "mcp.json"): why,
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("trustProject %v: problems (-want +got):\n%s", trust, diff)
+		}
+		if trust {
+			if diff := cmp.Diff([]string{"inside"}, l.Names()); diff != "" {
+				t.Errorf("servers (-want +got):\n%s", diff)
+			}
+		}
+		for _, e := range append(l.Errors, l.Warnings...) {
+			if strings.Contains(e.Error(), "eyJ") || strings.Contains(e.Error(), "secrets") {
+				t.Errorf("a problem quotes the file outside: %s", e)
+			}
+		}
 	}
 }
