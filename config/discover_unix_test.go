@@ -90,7 +90,7 @@ func TestAnotherUsersFilesAreIgnored(t *testing.T) {
 	}
 	const nobody = 65534
 	home, shared := t.TempDir(), t.TempDir()
-	if err := os.Chmod(shared, 0o1777); err != nil {
+	if err := os.Chmod(shared, os.ModeSticky|0o777); err != nil {
 		t.Fatal(err)
 	}
 	cwd := filepath.Join(shared, "victim")
