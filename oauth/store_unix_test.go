@@ -64,6 +64,19 @@ func TestStoreRefusesWhatIsNotItsFile(t *testing.T) {
 				{"Update", func() error {
 					return st.Update(func(map[string]*Credentials) error { return nil })
 				}},
+				// What servers/status and servers/logout ask.
+				{"Manager.Status", func() error {
+					m := NewManager(Options{Store: st})
+					defer m.Close()
+					_, err := m.Status(Server{Name: "s", URL: "https://mcp.example/mcp"})
+					return err
+				}},
+				{"Manager.Logout", func() error {
+					m := NewManager(Options{Store: st})
+					defer m.Close()
+					_, err := m.Logout(Server{Name: "s", URL: "https://mcp.example/mcp"})
+					return err
+				}},
 			} {
 				done := make(chan error, 1)
 				go func() { done <- op.run() }()
