@@ -59,8 +59,9 @@ type DiscoverOptions struct {
 //
 // This is Claude Code's precedence (local over project over user), and
 // every tool's (project over user). The repository root is the nearest
-// directory at or above Cwd holding .git; without one, only Cwd is
-// searched. found are the sources where something is (a file, or
+// directory at or above Cwd holding a .git of the user or root (see
+// repoRoot); without one, only Cwd is searched. Every source carries that
+// root (Source.Root); see read.go for how each file is read. found are the sources where something is (a file, or
 // anything else there, which Load reports); looked are all the places
 // considered, for saying where nothing was found.
 //
