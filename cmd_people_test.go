@@ -116,7 +116,7 @@ func TestCmdDoctorDiscovery(t *testing.T) {
 	}
 	// The user approved the project's .mcp.json servers in Claude Code.
 	writeFile(t, filepath.Join(home, ".claude.json"), `{"mcpServers": {"shared": `+entry("shared")+`},
-"projects": {"`+root+`": {"mcpServers": {"mine": `+entry("mine")+`}, "enabledMcpjsonServers": ["shared", "bad"]}}}`, 0o600)
+"projects": {"`+root+`": {"mcpServers": {"mine": `+entry("mine")+`}, "hasTrustDialogAccepted": true, "enabledMcpjsonServers": ["shared", "bad"]}}}`, 0o600)
 	writeFile(t, filepath.Join(root, ".mcp.json"), `{"mcpServers": {"shared": `+entry("shared")+`, "bad": {"command": "x", "url": "http://h/mcp"}}}`, 0o600)
 	t.Chdir(cwd)
 	r := runCmd(t, nil, "doctor")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 )
 
 // CacheVersion is the schema version of cache files. It is part of each
@@ -113,10 +114,11 @@ func (c *DiskCache) path(key string) (string, error) {
 // A file that exists but cannot be used is an error matching ErrCorrupt
 // (not a regular file, oversized, damaged), or ErrUntrusted (the folder or
 // the file is another user's or writable by group or others), naming the
-// path and saying why. Load never blocks on what it finds: it looks before
-// it opens (lstat), opens without following a link and without waiting for
-// a writer (a FIFO), and checks that what it opened is the regular file it
-// looked at. Other errors (permissions, I/O) are returned as they are.
+// path and saying why. Load never blocks on what it finds: it reads
+// through internal/safefile, which looks before it opens, opens without
+// following a link and without waiting for a writer (a FIFO), and checks
+// what it opened. Other errors (permissions, I/O) are returned as they
+// are.
 func (c *DiskCache) Load(key string) (*CacheEntry, error) {
 	p, err := c.path(key)
 	if err != nil {
@@ -127,42 +129,12 @@ func (c *DiskCache) Load(key string) (*CacheEntry, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	fi, err := os.Lstat(p)
+	data, _, err := safefile.ReadFile(p, safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o022, MaxBytes: c.maxBytes()})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil // none yet, or replaced by a concurrent Store's rename and gone
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog cache: %w", err)
-	}
-	limit := c.maxBytes()
-	if err := checkFile(p, fi, limit); err != nil {
-		return nil, err
-	}
-	f, err := openNoBlock(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // replaced by a concurrent Store's rename and gone
-	}
-	if err != nil {
-		return nil, fmt.Errorf("catalog cache: %w", err)
-	}
-	defer f.Close()
-	// What was opened is what was looked at (nothing swapped in between).
-	ofi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("catalog cache: %w", err)
-	}
-	if !os.SameFile(fi, ofi) {
-		// A Store renamed a new entry in between: check that one instead.
-		if err := checkFile(p, ofi, limit); err != nil {
-			return nil, err
-		}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("catalog cache: read %s: %w", p, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("larger than %d bytes", limit)}
+		return nil, cacheError(err)
 	}
 	e, err := decodeEntry(data, key)
 	if err != nil {
@@ -171,19 +143,24 @@ func (c *DiskCache) Load(key string) (*CacheEntry, error) {
 	return e, nil
 }
 
-// checkFile says why the file p described by fi may not be read as an
-// entry: not a regular file, larger than limit, or not trusted.
-func checkFile(p string, fi fs.FileInfo, limit int64) error {
-	if !fi.Mode().IsRegular() {
-		return &CorruptError{Path: p, Reason: fmt.Sprintf("not a regular file (%s)", fi.Mode().Type())}
+// dirPolicy is what the cache folder must be: this user's, not writable
+// by group or others. A link to a folder is followed.
+var dirPolicy = safefile.Policy{Follow: true, Owner: safefile.OwnerSelf, Deny: 0o022}
+
+// cacheError says what a refusal of safefile means for the cache: a file
+// of the wrong kind or size is corrupt (Store replaces it), one of the
+// wrong owner or mode untrusted.
+func cacheError(err error) error {
+	var se *safefile.Error
+	switch {
+	case !errors.As(err, &se):
+		return fmt.Errorf("catalog cache: %w", err)
+	case errors.Is(err, safefile.ErrOwner), errors.Is(err, safefile.ErrMode):
+		return &UntrustedError{Path: se.Path, Reason: se.Reason}
+	case errors.Is(err, safefile.ErrNotDir):
+		return fmt.Errorf("catalog cache: %s is not a directory", se.Path)
 	}
-	if fi.Size() > limit {
-		return &CorruptError{Path: p, Reason: fmt.Sprintf("larger than %d bytes", limit)}
-	}
-	if why := untrusted(fi); why != "" {
-		return &UntrustedError{Path: p, Reason: why}
-	}
-	return nil
+	return &CorruptError{Path: se.Path, Reason: se.Reason}
 }
 
 // CheckDir reports whether the cache folder may be used: nil for a folder
@@ -194,15 +171,9 @@ func checkFile(p string, fi fs.FileInfo, limit int64) error {
 func (c *DiskCache) CheckDir() error { return c.checkDir() }
 
 func (c *DiskCache) checkDir() error {
-	fi, err := os.Stat(c.Dir)
+	_, err := safefile.CheckDir(c.Dir, dirPolicy)
 	if err != nil {
-		return fmt.Errorf("catalog cache: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("catalog cache: %s is not a directory", c.Dir)
-	}
-	if why := untrusted(fi); why != "" {
-		return &UntrustedError{Path: c.Dir, Reason: why}
+		return cacheError(err)
 	}
 	return nil
 }
@@ -355,46 +326,15 @@ func (c *DiskCache) Store(key string, e *CacheEntry) error {
 	if err := c.checkDir(); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(c.Dir, ".tmp-"+filepath.Base(p)+"-*")
-	if err != nil {
-		return fmt.Errorf("catalog cache: cannot write in %s: %w", c.Dir, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp makes 0600 files; Chmod pins it should that ever change.
-	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("catalog cache: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("catalog cache: write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("catalog cache: sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("catalog cache: close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := safefile.WriteFile(p, data, 0o600); err != nil {
 		// An empty folder planted at the entry's path would block every
 		// rename: it goes (anything else there is reported).
 		if fi, lerr := os.Lstat(p); lerr != nil || !fi.IsDir() || os.Remove(p) != nil {
 			return fmt.Errorf("catalog cache: %w", err)
 		}
-		if err := os.Rename(tmp.Name(), p); err != nil {
+		if err := safefile.WriteFile(p, data, 0o600); err != nil {
 			return fmt.Errorf("catalog cache: %w", err)
 		}
-	}
-	done = true
-	// Make the rename itself durable; a failure here loses at most the
-	// newest entry, which is only a cache.
-	if d, err := os.Open(c.Dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -433,6 +433,10 @@ F: server "s": key "command": neither command nor url is set; a stdio server nee
 F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
 		{"envFile missing", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "${env:SECRET_TOKEN}.env"}}}`, nil,
 			`F: server "s": key "envFile": ${env:SECRET_TOKEN}.env: cannot be read: no such file or directory`},
+		// The path meant is shown: the path variables resolved, the
+		// others (which may insert secrets) as written.
+		{"envFile missing in the home folder", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "${userHome}/${env:SECRET_TOKEN}/${workspaceFolderBasename}.env"}}}`, nil,
+			`F: server "s": key "envFile": /home/u/${env:SECRET_TOKEN}/DIRBASE.env: cannot be read: no such file or directory`},
 		{"envFile bad line", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "bad.env"}}}`,
 			map[string]string{".vscode/bad.env": "OK=1\nTOKEN " + secret + "\n"},
 			`F: server "s": key "envFile": bad.env: line 2 is not KEY=VALUE`},
@@ -454,6 +458,7 @@ F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supporte
 			}
 			checkErrorShape(t, err, path)
 			want := strings.ReplaceAll(tt.want, "F: ", path+": ")
+			want = strings.ReplaceAll(want, "DIRBASE", filepath.Base(dir))
 			if diff := cmp.Diff(want, err.Error()); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
@@ -688,5 +693,51 @@ func TestServerConfigDefaults(t *testing.T) {
 	if c.StartupTimeout() != DefaultStartupTimeout || c.ToolTimeout() != DefaultToolTimeout ||
 		c.Readiness() != ReadinessConnection || !c.IsEnabled() || c.Transport() != TransportStdio {
 		t.Errorf("defaults wrong: %v %v %v %v %v", c.StartupTimeout(), c.ToolTimeout(), c.Readiness(), c.IsEnabled(), c.Transport())
+	}
+}
+
+// TestParseErrorsQuoteNoSecret: a file named as a config that is not one
+// (a token, a credentials file, a dotenv file) fails to parse, and its
+// problem gives the line, the column and the kind of error, never the
+// text: the file may be nothing but a secret.
+func TestParseErrorsQuoteNoSecret(t *testing.T) {
+	const secret = "Zm9vYmFyc2VjcmV0"
+	for _, tc := range []struct{ name, body string }{
+		{"JWT", "eyJhbGciOiJIUzI1NiJ9." + secret + ".c2ln\n"},
+		{"API key", "sk-live-" + secret + "\n"},
+		{"base64 with padding", secret + "==\n"},
+		{"dotenv", "API_KEY=" + secret + "\n"},
+		{"INI credentials", "[default]\naws_secret_access_key = " + secret + "/x+y\n"},
+		{"bare value in JSON", `{"mcpServers": {"a": {"command": "x", "env": {"T": ` + secret + `}}}}`},
+		{"PEM", "-----BEGIN PRIVATE KEY-----\n" + secret + "\n-----END PRIVATE KEY-----\n"},
+		{"key of a TOML table", secret + " = [\n"},
+	} {
+		for _, name := range []string{"c.json", "c.toml", ".vscode/mcp.json", ".mcp.json"} {
+			dir := t.TempDir()
+			path := writeFile(t, dir, name, tc.body)
+			_, err := LoadFile(path, MapLookup(nil))
+			if err == nil {
+				continue
+			}
+			msg := strings.ReplaceAll(err.Error(), path, "F")
+			if strings.Contains(msg, secret[:6]) {
+				t.Errorf("%s as %s: the problem quotes the file: %s", tc.name, name, msg)
+			}
+		}
+	}
+}
+
+// TestHomeVariables: ${userHome} is the home folder as the editors find it
+// (Node's os.homedir()): HOME, and on Windows, where HOME is seldom set,
+// USERPROFILE.
+func TestHomeVariables(t *testing.T) {
+	for goos, want := range map[string][]string{"windows": {"HOME", "USERPROFILE"}, "linux": {"HOME"}, "darwin": {"HOME"}} {
+		if diff := cmp.Diff(want, homeVariables(goos)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", goos, diff)
+		}
+	}
+	x := &expander{syntax: syntaxVSCode, env: MapLookup(nil)}
+	if _, problem := x.expand("${userHome}/x"); !strings.Contains(problem, "home folder is not set") {
+		t.Errorf("without a home folder: problem %q", problem)
 	}
 }

@@ -601,7 +601,7 @@ func (sd *serverDecoder) finish() {
 	if sd.envFile != "" {
 		if c.URL != "" && c.Command == "" {
 			sd.errorf("envFile", "not supported for a streamable HTTP server (url); it applies only to stdio servers (command)")
-		} else if vars, problem := readEnvFile(resolveAgainst(sd.dir, sd.envFile), sd.envFileRaw); problem != "" {
+		} else if vars, problem := readEnvFile(resolveAgainst(sd.dir, sd.envFile), sd.x.shown(sd.envFileRaw)); problem != "" {
 			sd.errorf("envFile", "%s", problem)
 		} else if len(vars) > 0 {
 			if c.Env == nil {

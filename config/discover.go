@@ -59,8 +59,9 @@ type DiscoverOptions struct {
 //
 // This is Claude Code's precedence (local over project over user), and
 // every tool's (project over user). The repository root is the nearest
-// directory at or above Cwd holding .git; without one, only Cwd is
-// searched. found are the sources where something is (a file, or
+// directory at or above Cwd holding a .git of the user or root (see
+// repoRoot); without one, only Cwd is searched. Every source carries that
+// root (Source.Root); see read.go for how each file is read. found are the sources where something is (a file, or
 // anything else there, which Load reports); looked are all the places
 // considered, for saying where nothing was found.
 //
@@ -73,8 +74,14 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
+	dirs := projectDirs(o.Cwd)
+	root := ""
+	if len(dirs) > 0 {
+		root = dirs[0]
+	}
 	seen := map[string]bool{}
 	consider := func(src Source) {
+		src.Root = root
 		looked = append(looked, src)
 		if src.Format != FormatClaudeLocal {
 			if seen[src.Path] {
@@ -111,7 +118,6 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 		}
 	}
 
-	dirs := projectDirs(o.Cwd)
 	trust := newTrustReader(o, codexUser, claudeJSON, dirs)
 	for _, dir := range dirs {
 		if want(ToolCodex) {
@@ -130,7 +136,7 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 
 	if want(ToolClaude) && claudeJSON != "" {
 		for _, dir := range dirs {
-			src := Source{Path: claudeJSON, Format: FormatClaudeLocal, Tool: ToolClaude, Scope: ScopeLocal, Project: dir}
+			src := Source{Path: claudeJSON, Format: FormatClaudeLocal, Tool: ToolClaude, Scope: ScopeLocal, Project: dir, Root: root}
 			looked = append(looked, src)
 			if p, ok := trust.claudeAt(dir); ok && p.servers {
 				src.Project = p.key // as the file spells it
@@ -152,7 +158,8 @@ func present(path string) bool {
 }
 
 // projectDirs are the directories from the repository root of cwd down to
-// cwd, or only cwd outside a repository.
+// cwd, or only cwd outside a repository. The root is the nearest
+// directory holding a .git of the user or root (see repoRoot).
 func projectDirs(cwd string) []string {
 	if cwd == "" {
 		return nil
@@ -161,7 +168,7 @@ func projectDirs(cwd string) []string {
 	var chain []string
 	for dir := cwd; ; {
 		chain = append(chain, dir)
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		if repoRoot(dir) {
 			slices.Reverse(chain)
 			return chain
 		}
@@ -171,6 +178,25 @@ func projectDirs(cwd string) []string {
 		}
 		dir = parent
 	}
+}
+
+// repoRoot reports whether dir holds a .git (a folder, a worktree's file,
+// or a link to either) that the user or root owns, the link and what it
+// leads to both. Another user's .git is no root: in a folder others may
+// write (/tmp), anyone could make every directory below it their
+// "repository", whose project files the user's approvals of their own
+// project would then cover.
+func repoRoot(dir string) bool {
+	dotGit := filepath.Join(dir, ".git")
+	li, err := os.Lstat(dotGit)
+	if err != nil || !ownedBySelfOrRoot(li) {
+		return false
+	}
+	if li.Mode()&fs.ModeSymlink == 0 {
+		return true
+	}
+	fi, err := os.Stat(dotGit)
+	return err == nil && ownedBySelfOrRoot(fi)
 }
 
 // vscodeUserFile is VS Code's user-profile mcp.json on goos: in the

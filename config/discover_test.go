@@ -210,8 +210,9 @@ func TestDiscoverCodexUserFile(t *testing.T) {
 			}
 			path := writeFile(t, dir, "config.toml", everyCodexKey)
 			env := MapLookup(vars)
-			found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env})
-			want := []Source{{Path: path, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser}}
+			cwd := t.TempDir()
+			found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env})
+			want := []Source{{Path: path, Format: FormatCodex, Tool: ToolCodex, Scope: ScopeUser, Root: cwd}}
 			if diff := cmp.Diff(want, found); diff != "" {
 				t.Fatalf("found (-want +got):\n%s", diff)
 			}
@@ -312,13 +313,51 @@ func TestVSCodeUserFile(t *testing.T) {
 	},
 	"inputs": []
 }`)
-	found, _ := Discover(DiscoverOptions{Home: home, Cwd: t.TempDir(), Env: env, Tools: []string{ToolVSCode}})
-	want := []Source{{Path: path, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser}}
+	cwd := t.TempDir()
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env, Tools: []string{ToolVSCode}})
+	want := []Source{{Path: path, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeUser, Root: cwd}}
 	if diff := cmp.Diff(want, found); diff != "" {
 		t.Fatalf("found (-want +got):\n%s", diff)
 	}
 	l := Load(found, nil, env)
 	if c := l.Servers["fetch"]; c == nil || !c.Valid() || c.Command != "uvx" || len(l.Warnings) > 0 {
 		t.Errorf("fetch %+v; warnings %v", c, l.Warnings)
+	}
+}
+
+// TestWorkspaceFolderOfUserFiles: ${workspaceFolder} in a user-scope file
+// (Cursor's ~/.cursor/mcp.json, VS Code's user mcp.json, ~/.claude.json)
+// is the project the discovery is made in, as the editors resolve it to
+// the folder open: never the folder of the file, HOME, which would hand a
+// filesystem server the whole home folder.
+func TestWorkspaceFolderOfUserFiles(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cwd := filepath.Join(root, "sub")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := MapLookup(map[string]string{"HOME": home, "APPDATA": filepath.Join(home, "AppData", "Roaming")})
+	server := func(name string) string {
+		return `"` + name + `": {"command": "fs", "args": ["${workspaceFolder}", "${workspaceFolderBasename}"]}`
+	}
+	writeFile(t, home, ".cursor/mcp.json", `{"mcpServers": {`+server("cursor")+`}}`)
+	writeFile(t, filepath.Dir(vscodeUserFile(runtime.GOOS, home, env)), "mcp.json", `{"servers": {`+server("vscode")+`}}`)
+	writeFile(t, home, ".claude.json", `{"mcpServers": {`+server("claude")+`}}`)
+
+	found, _ := Discover(DiscoverOptions{Home: home, Cwd: cwd, Env: env})
+	l := Load(found, nil, env)
+	if len(l.Errors) > 0 {
+		t.Fatalf("errors: %v", l.Errors)
+	}
+	got := map[string][]string{}
+	for name, c := range l.Servers {
+		got[name] = c.Args
+	}
+	want := []string{root, filepath.Base(root)}
+	if diff := cmp.Diff(map[string][]string{"cursor": want, "vscode": want, "claude": want}, got); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
 	}
 }

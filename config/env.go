@@ -2,10 +2,7 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,81 +92,6 @@ func readEnvFile(path, display string) (map[string]string, string) {
 		vars[name] = val
 	}
 	return vars, ""
-}
-
-// readBounded reads a regular file of at most limit bytes. Anything else
-// (a directory, a FIFO, a device such as /dev/zero, a symbolic link loop)
-// is a problem, found without blocking and without reading from it. A
-// problem is said of the file without naming it ("not a regular file (a
-// FIFO)"): the caller names it.
-func readBounded(path string, limit int64) ([]byte, string) {
-	// Stat before opening: opening some devices has effects.
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, describeOpenError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi)
-	}
-	f, err := openNoBlock(path)
-	if err != nil {
-		return nil, describeOpenError(err)
-	}
-	defer f.Close()
-	// What was opened may have been put there after the Stat.
-	if fi, err = f.Stat(); err != nil {
-		return nil, describeOpenError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Sprintf("larger than %d bytes", limit)
-	}
-	// As os.ReadFile: room for the size Stat gave, growing should the
-	// file have grown, up to one byte past limit.
-	data := make([]byte, 0, min(fi.Size(), limit)+512)
-	for int64(len(data)) <= limit {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		room := min(int64(cap(data)-len(data)), limit+1-int64(len(data)))
-		n, err := f.Read(data[len(data) : len(data)+int(room)])
-		data = data[:len(data)+n]
-		if errors.Is(err, io.EOF) {
-			return data, ""
-		}
-		if err != nil {
-			return nil, describeOpenError(err)
-		}
-	}
-	return nil, fmt.Sprintf("larger than %d bytes", limit)
-}
-
-// notRegular says what fi is instead of a regular file.
-func notRegular(fi os.FileInfo) string {
-	what := ""
-	switch t := fi.Mode().Type(); {
-	case t&os.ModeDir != 0:
-		what = " (a directory)"
-	case t&os.ModeNamedPipe != 0:
-		what = " (a FIFO)"
-	case t&os.ModeSocket != 0:
-		what = " (a socket)"
-	case t&os.ModeDevice != 0:
-		what = " (a device)"
-	}
-	return "not a regular file" + what
-}
-
-// describeOpenError says why a file could not be read, without its path
-// (os errors embed it; the caller names the file).
-func describeOpenError(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Sprintf("cannot be read: %v", err)
 }
 
 // resolveAgainst makes p absolute against dir (which is absolute).

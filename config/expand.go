@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -98,19 +99,11 @@ func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
 	if id, isInput := strings.CutPrefix(ref, "input:"); isInput {
 		return "", false, fmt.Sprintf("${input:%s} needs an interactive prompt, which mcp-sidecar cannot show; use ${env:VAR} and set the variable instead", id)
 	}
-	switch ref {
-	case "userHome":
-		home, set := x.env("HOME")
-		if !set || home == "" {
-			return "", false, "${userHome} is used but HOME is not set"
-		}
-		return home, true, ""
-	case "workspaceFolder":
-		return x.workspace, true, ""
-	case "workspaceFolderBasename":
-		return filepath.Base(x.workspace), true, ""
-	case "pathSeparator", "/":
-		return string(filepath.Separator), true, ""
+	if v, ok := x.pathVariable(ref); ok {
+		return v, true, ""
+	}
+	if ref == "userHome" {
+		return "", false, "${userHome} is used but the home folder is not set (" + strings.Join(homeVariables(runtime.GOOS), " or ") + ")"
 	}
 	if x.syntax == syntaxVSCode {
 		return "", false, fmt.Sprintf("unsupported variable ${%s}; mcp-sidecar resolves ${env:VAR}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename} and ${pathSeparator}", ref)
@@ -131,6 +124,66 @@ func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
 		return "", false, fmt.Sprintf("environment variable %q is not set (write ${%s:-default} to give a default)", name, name)
 	}
 	return v, true, ""
+}
+
+// pathVariable resolves the predefined variables whose values are paths
+// (${userHome}, ${workspaceFolder}, ${workspaceFolderBasename},
+// ${pathSeparator}); ok is false for any other reference, and for
+// ${userHome} when the home folder is not known.
+func (x *expander) pathVariable(ref string) (val string, ok bool) {
+	switch ref {
+	case "userHome":
+		for _, name := range homeVariables(runtime.GOOS) {
+			if home, set := x.env(name); set && home != "" {
+				return home, true
+			}
+		}
+		return "", false
+	case "workspaceFolder":
+		return x.workspace, true
+	case "workspaceFolderBasename":
+		return filepath.Base(x.workspace), true
+	case "pathSeparator", "/":
+		return string(filepath.Separator), true
+	}
+	return "", false
+}
+
+// homeVariables are where the editors find ${userHome} on goos (Node's
+// os.homedir()): HOME, and on Windows USERPROFILE where HOME is not set.
+func homeVariables(goos string) []string {
+	if goos == "windows" {
+		return []string{"HOME", "USERPROFILE"}
+	}
+	return []string{"HOME"}
+}
+
+// shown is s for messages: the path variables resolved (so that a person
+// sees the file meant, ${userHome}/.env as /home/u/.env), every other
+// reference as written, since ${env:VAR} and ${VAR} may insert secrets.
+func (x *expander) shown(s string) string {
+	if x == nil || x.syntax == syntaxNone || !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		j := -1
+		if i >= 0 {
+			j = strings.IndexByte(s[i+2:], '}')
+		}
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		if v, ok := x.pathVariable(s[i+2 : i+2+j]); ok {
+			b.WriteString(s[:i])
+			b.WriteString(v)
+		} else {
+			b.WriteString(s[:i+3+j])
+		}
+		s = s[i+3+j:]
+	}
 }
 
 // isShellName reports whether s is a POSIX shell variable name.

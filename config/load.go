@@ -138,6 +138,13 @@ type Source struct {
 	// Trust is the recorded approval of a project-scope source, which
 	// Discover sets; nil approves every server (the user's own files).
 	Trust *Trust `json:"-"`
+	// Root is the root of the project Discover looked in (the repository
+	// root, or its working directory outside a repository), which it sets
+	// on every source: a project-scope file is read only as far as its
+	// links stay inside it, and it is ${workspaceFolder} (and the folder
+	// of relative paths) of the user-scope JSON files, as in the editors,
+	// which resolve it to the folder open, not the file's.
+	Root string `json:"-"`
 }
 
 // Describe names the source for people: its path, and whose scope it is.
@@ -161,7 +168,22 @@ func (s Source) Describe() string {
 var toolNames = map[string]string{"codex": "Codex", "claude": "Claude Code", "cursor": "Cursor", "vscode": "VS Code"}
 
 func loadSource(src Source, env Lookup) parsed {
-	data, problem := readBounded(src.Path, maxConfigFileSize)
+	var (
+		data    []byte
+		problem string
+	)
+	switch {
+	case src.Scope == ScopeProject:
+		root := src.Root
+		if root == "" {
+			root = workspaceFolder(src.Path)
+		}
+		data, problem = readProjectFile(src.Path, root, maxConfigFileSize)
+	case src.Scope != "":
+		data, problem = readUserFile(src.Path, maxConfigFileSize)
+	default:
+		data, problem = readBounded(src.Path, maxConfigFileSize)
+	}
 	if problem != "" {
 		return failed(&Error{File: src.Path, Message: problem})
 	}
@@ -303,8 +325,13 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
-	if src.Project != "" {
+	switch {
+	case src.Project != "":
 		x.workspace = src.Project
+	case src.Scope == ScopeUser && src.Root != "":
+		// A user-scope file serves every project: its folder is the one
+		// open, as in Cursor and VS Code, never the file's (HOME).
+		x.workspace = src.Root
 	}
 	dir := filepath.Dir(abs)
 	if format == FormatClaudeUser || format == FormatClaudeLocal {
@@ -510,9 +537,20 @@ func describeJSONCError(file string, data []byte, err error) *Error {
 	var line, col int
 	if n, _ := fmt.Sscanf(msg, "line %d, column %d:", &line, &col); n == 2 {
 		_, rest, _ := strings.Cut(msg, ": ")
-		return &Error{File: file, Line: line, Column: col, Message: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, elide(rest))}
+		return &Error{File: file, Line: line, Column: col, Message: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, hujsonReason(rest))}
 	}
-	return &Error{File: file, Message: "invalid JSON: " + elide(msg)}
+	return &Error{File: file, Message: "invalid JSON: " + hujsonReason(msg)}
+}
+
+// hujsonReason is hujson's reason for a parse error without the input it
+// quotes. "invalid literal: <word>" names a bare word of the file, which
+// in a file that is not JSON at all (a token, a key) is the secret
+// itself: only the kind of error stays.
+func hujsonReason(msg string) string {
+	if strings.HasPrefix(msg, "invalid literal") {
+		return "invalid literal (a bare word where a value belongs; only true, false, null and numbers are written without quotes)"
+	}
+	return elide(msg)
 }
 
 // elide shortens quoted fragments of the input in a parser message to "…",
@@ -533,18 +571,20 @@ var quoted = regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
 
 // describeTOMLError renders a TOML syntax error with its position. Longer
 // quoted fragments of the input are elided: a malformed line may hold a
-// secret.
+// secret. The key the error follows is named only under [mcp_servers]:
+// elsewhere, in a file that is not a config at all, a "key" may be a
+// token (a base64 secret ends in "=").
 func describeTOMLError(file string, err error) *Error {
 	var pe toml.ParseError
 	if !errors.As(err, &pe) {
-		return &Error{File: file, Message: "invalid TOML: " + err.Error()}
+		return &Error{File: file, Message: "invalid TOML: " + elide(err.Error())}
 	}
 	msg := elide(pe.Message)
 	where := fmt.Sprintf("line %d", pe.Position.Line)
 	if pe.Position.Col > 0 {
 		where += fmt.Sprintf(", column %d", pe.Position.Col)
 	}
-	if pe.LastKey != "" {
+	if strings.HasPrefix(pe.LastKey, "mcp_servers.") {
 		where += fmt.Sprintf(" (after key %q)", pe.LastKey)
 	}
 	return &Error{File: file, Line: pe.Position.Line, Column: pe.Position.Col, Message: fmt.Sprintf("invalid TOML at %s: %s", where, msg)}

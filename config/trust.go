@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 )
 
 // Project files come with whatever repository is checked out, and a
@@ -146,37 +148,35 @@ func (r *trustReader) codex(dir string) *Trust {
 }
 
 // claudeProjectScope is the verdict on every .mcp.json of the project, as
-// Claude Code decides it for the working directory: approvals in the
-// user's files (~/.claude/settings.json, the project's entry in
-// ~/.claude.json), and in the project's .claude/settings.json and
-// settings.local.json once the user accepted Claude Code's trust dialog
-// for the project (before that Claude Code applies no project setting).
-// A decline counts wherever it is.
+// Claude Code decides it for the working directory. Until the user
+// accepted Claude Code's trust dialog for the project, Claude Code
+// applies nothing of it, so no approval counts, wherever it is recorded
+// (a blanket enableAllProjectMcpServers in ~/.claude/settings.json
+// included). Once accepted: approvals in the user's files
+// (~/.claude/settings.json, the project's entry in ~/.claude.json) and in
+// the project's .claude/settings.json and settings.local.json. A decline
+// counts wherever it is, accepted or not.
 func (r *trustReader) claudeProjectScope() *Trust {
 	if r.claudeScope != nil {
 		return r.claudeScope
 	}
 	var a claudeApprovals
 	if r.home != "" {
-		a = readClaudeSettings(filepath.Join(r.home, ".claude", "settings.json"))
+		a = readClaudeSettings(filepath.Join(r.home, ".claude", "settings.json"), "")
 	}
 	for _, dir := range r.dirs {
 		if p, ok := r.claudeAt(dir); ok {
 			a = a.merge(p.approvals)
 		}
 	}
-	accepted := r.trustDialogAccepted()
 	for _, dir := range r.dirs {
 		for _, name := range []string{"settings.json", "settings.local.json"} {
-			s := readClaudeSettings(filepath.Join(dir, ".claude", name))
-			if !accepted {
-				s = claudeApprovals{disabled: s.disabled}
-			}
-			a = a.merge(s)
+			a = a.merge(readClaudeSettings(filepath.Join(dir, ".claude", name), r.root()))
 		}
 	}
 	why := "not approved in Claude Code"
-	if !accepted {
+	if !r.trustDialogAccepted() {
+		a = claudeApprovals{disabled: a.disabled}
 		why = "not approved in Claude Code, whose trust dialog was not accepted for this project"
 	}
 	r.claudeScope = r.finish(&Trust{
@@ -188,25 +188,42 @@ func (r *trustReader) claudeProjectScope() *Trust {
 
 // trustDialogAccepted reports whether ~/.claude.json records that the user
 // accepted Claude Code's trust dialog for the working directory or a
-// directory above it, as Claude Code checks.
+// directory above it, as Claude Code checks. Claude Code records the
+// directory by its real path (it starts from the process's working
+// directory, which has no links); the walk is made from both spellings,
+// should the working directory have been given through a link.
 func (r *trustReader) trustDialogAccepted() bool {
 	if len(r.dirs) == 0 {
 		return false
 	}
-	for dir := r.dirs[len(r.dirs)-1]; ; {
-		if p, ok := r.claudeAt(dir); ok && p.trustAccepted {
-			return true
+	for _, start := range trustKeys(r.dirs[len(r.dirs)-1]) {
+		for dir := start; ; {
+			if p, ok := r.claudeAtKey(dir); ok && p.trustAccepted {
+				return true
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return false
-		}
-		dir = parent
 	}
+	return false
 }
 
-// claudeAt is what ~/.claude.json records for dir.
+// claudeAt is what ~/.claude.json records for dir, under its real path
+// (as Claude Code keys it) or as given.
 func (r *trustReader) claudeAt(dir string) (claudeProject, bool) {
+	for _, k := range trustKeys(dir) {
+		if p, ok := r.claudeAtKey(k); ok {
+			return p, true
+		}
+	}
+	return claudeProject{}, false
+}
+
+// claudeAtKey is what ~/.claude.json records under the key dir.
+func (r *trustReader) claudeAtKey(dir string) (claudeProject, bool) {
 	if !r.claudeRead && r.claudeJSON != "" {
 		r.claudeRead, r.claude = true, readClaudeProjects(r.claudeJSON)
 	}
@@ -250,39 +267,83 @@ func normalizeKey(p string) string {
 	return p
 }
 
-// mainCheckout is the main checkout of the linked worktree at root (whose
-// .git is a file "gitdir: <main>/.git/worktrees/<name>"), or "".
+// mainCheckout is the main checkout of the linked worktree at root, or "".
+// A linked worktree's .git is a file "gitdir: <main>/.git/worktrees/<name>"
+// (absolute, or relative to root), and anyone can write such a file: a
+// checkout (an unpacked archive) naming a trusted repository must not
+// borrow its trust. So the worktree is checked as git records it: the
+// folder named exists, and its own gitdir file points back at this
+// checkout's .git (absolute, or relative to that folder); the .git file,
+// the folder and its gitdir file are each the user's or root's, and none
+// is a link.
 func mainCheckout(root string) string {
 	if root == "" {
 		return ""
 	}
 	dotGit := filepath.Join(root, ".git")
-	if fi, err := os.Lstat(dotGit); err != nil || !fi.Mode().IsRegular() {
+	gitdir, ok := readGitdir(dotGit, root)
+	if !ok {
 		return ""
 	}
-	data, problem := readBounded(dotGit, 4096)
-	if problem != "" {
+	fi, err := os.Lstat(gitdir)
+	if err != nil || !fi.IsDir() || !ownedBySelfOrRoot(fi) {
 		return ""
 	}
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
-	if gitdir = strings.TrimSpace(gitdir); !ok || gitdir == "" {
+	back, ok := readGitdir(filepath.Join(gitdir, "gitdir"), gitdir)
+	if !ok {
 		return ""
 	}
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(root, gitdir)
+	if !sameFile(back, dotGit) {
+		return ""
 	}
-	worktrees := filepath.Dir(filepath.Clean(gitdir))
+	worktrees := filepath.Dir(gitdir)
 	if filepath.Base(worktrees) != "worktrees" {
 		return ""
 	}
 	return filepath.Dir(filepath.Dir(worktrees))
 }
 
+// readGitdir reads the path a git link file records (the .git file of a
+// worktree, "gitdir: <path>"; or a worktree's gitdir file, "<path>"),
+// made absolute against dir and cleaned. ok is false when the file is
+// not a regular file of the user or root, or records no path.
+func readGitdir(file, dir string) (string, bool) {
+	data, _, err := safefile.ReadFile(file, safefile.Policy{Owner: safefile.OwnerSelfOrRoot, MaxBytes: 4096})
+	if err != nil {
+		return "", false
+	}
+	line := strings.TrimSpace(string(data))
+	if filepath.Base(file) == ".git" {
+		var ok bool
+		if line, ok = strings.CutPrefix(line, "gitdir:"); !ok {
+			return "", false
+		}
+		line = strings.TrimSpace(line)
+	}
+	if line == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(line) {
+		line = filepath.Join(dir, line)
+	}
+	return filepath.Clean(line), true
+}
+
+// sameFile reports whether a and b are one file.
+func sameFile(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
+}
+
 // readCodexProjects reads the trust levels of Codex's user config.toml:
 // [projects."<dir>"] trust_level, by cleaned directory. A file that cannot
 // be read or parsed records none (Load reports it).
 func readCodexProjects(path string) map[string]string {
-	data, problem := readBounded(path, maxConfigFileSize)
+	data, problem := readUserFile(path, maxConfigFileSize)
 	if problem != "" || checkTOMLShape(path, data) != nil {
 		return nil
 	}
@@ -328,7 +389,7 @@ func (a claudeApprovals) merge(b claudeApprovals) claudeApprovals {
 // history). A file that cannot be read or parsed has none; Load reports
 // it when it reads the user scope.
 func readClaudeProjects(path string) map[string]claudeProject {
-	data, problem := readBounded(path, maxConfigFileSize)
+	data, problem := readUserFile(path, maxConfigFileSize)
 	if problem != "" || checkJSONSyntax(path, data) != nil {
 		return nil
 	}
@@ -350,10 +411,20 @@ func readClaudeProjects(path string) map[string]claudeProject {
 	return out
 }
 
-// readClaudeSettings reads the approvals of a Claude Code settings file;
-// one that is absent or not valid JSON has none.
-func readClaudeSettings(path string) claudeApprovals {
-	data, problem := readBounded(path, maxConfigFileSize)
+// readClaudeSettings reads the approvals of a Claude Code settings file:
+// the user's when root is "", else one of the project whose root it is.
+// One that is absent, not valid JSON or not read (see readProjectFile,
+// readUserFile) has none.
+func readClaudeSettings(path, root string) claudeApprovals {
+	var (
+		data    []byte
+		problem string
+	)
+	if root == "" {
+		data, problem = readUserFile(path, maxConfigFileSize)
+	} else {
+		data, problem = readProjectFile(path, root, maxConfigFileSize)
+	}
 	if problem != "" {
 		return claudeApprovals{}
 	}

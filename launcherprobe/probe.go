@@ -6,10 +6,12 @@
 // A candidate is verified when its path is absolute and valid UTF-8, the
 // file it resolves to (symlinks are followed to their final target, and the
 // target is what is checked, run and advertised) is a regular executable
-// file not writable by group or others, in a directory not writable by
-// group or others, and `<target> sandbox --help` (no stdin, a minimal
-// environment, bounded time and output) exits 0 and mentions
-// --sandbox-state-json.
+// file of the user or root, not writable by group or others, in a
+// directory not writable by group or others, every folder from there up
+// to the root is the user's or root's (and, above its own folder, not
+// writable by group or others unless sticky), and `<target> sandbox
+// --help` (no stdin, a minimal environment, bounded time and output) exits
+// 0 and mentions --sandbox-state-json.
 //
 // A verdict is about one file identity: the resolved target's path,
 // device, inode, size, mtime, ctime and mode, and its directory's device,
@@ -36,6 +38,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -239,6 +242,11 @@ func identify(path string) (identity, string) {
 	case mode.Perm()&0o022 != 0:
 		return identity{}, "writable by group or others"
 	}
+	// The sidecar runs the file with its own privileges: whoever owns it,
+	// or a folder it is in, could put their program there.
+	if why := safefile.OwnerProblem(fi, safefile.OwnerSelfOrRoot); why != "" {
+		return identity{}, why
+	}
 	dir := filepath.Dir(target)
 	di, err := os.Stat(dir)
 	if err != nil {
@@ -249,6 +257,9 @@ func identify(path string) (identity, string) {
 	if di.Mode().Perm()&0o022 != 0 {
 		return identity{}, fmt.Sprintf("its directory %s is writable by group or others", dir)
 	}
+	if why := checkFolders(dir, di); why != "" {
+		return identity{}, why
+	}
 	id := identity{target: target, size: fi.Size(), mode: mode, dirMode: di.Mode()}
 	var ok bool
 	if id.dev, id.ino, id.mtime, id.ctime, ok = statIdentity(fi); !ok {
@@ -258,6 +269,33 @@ func identify(path string) (identity, string) {
 		return identity{}, "cannot read file identity"
 	}
 	return id, ""
+}
+
+// checkFolders says why the folders holding the launcher, from its own
+// (dir, described by di) up to the root, do not keep it the user's, or "":
+// each must be the user's or root's, since its owner may rename what is in
+// it and put another file in the launcher's place; and one above the
+// launcher's own folder that group or others may write must be sticky
+// (/tmp), where no one but an entry's owner may rename the entry. target
+// has no links left, so these are the folders the file is reached through.
+func checkFolders(dir string, di fs.FileInfo) string {
+	for d := dir; ; {
+		if why := safefile.OwnerProblem(di, safefile.OwnerSelfOrRoot); why != "" {
+			return fmt.Sprintf("its folder %s is %s", d, why)
+		}
+		if d != dir && di.Mode().Perm()&0o022 != 0 && di.Mode()&fs.ModeSticky == 0 {
+			return fmt.Sprintf("its folder %s is writable by group or others", d)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		var err error
+		if di, err = os.Stat(parent); err != nil {
+			return fmt.Sprintf("cannot stat its folder %s: %v", parent, err)
+		}
+		d = parent
+	}
 }
 
 // unchanged reports whether candidate still is the file id describes,

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 )
 
 // Key names one set of credentials: the server's URL, the RFC 8707
@@ -73,7 +73,8 @@ type Credentials struct {
 // own that only its owner can enter (0700), the file only its owner can
 // read (0600). A file or directory that someone else owns or can read is
 // refused, not used: someone else's tokens would make the sidecar act as
-// that someone. Writes are atomic (temp file, fsync, rename) under a lock
+// that someone; so is anything but a regular file at the file's path (a
+// link, a FIFO), found without blocking (internal/safefile). Writes are atomic (temp file, fsync, rename) under a lock
 // file (flock(2); LockFileEx on Windows), so the sidecar and a login
 // command in another process never lose each other's updates. The same
 // file keeps the clients registered dynamically (registrations.go).
@@ -110,7 +111,9 @@ type storeFileFormat struct {
 }
 
 // ErrUnsafe is matched (errors.Is) by the error for a credentials file or
-// directory that another user owns or that others may read or write.
+// directory that another user owns, that others may read or write, or
+// that is something else (a link, a FIFO, a folder where the file
+// belongs).
 var ErrUnsafe = errors.New("credentials store is not private")
 
 func (s *Store) path() string { return filepath.Join(s.Dir, storeFile) }
@@ -128,9 +131,10 @@ func (a stamp) same(b stamp) bool {
 	return os.SameFile(a.info, b.info) && a.info.Size() == b.info.Size() && a.info.ModTime().Equal(b.info.ModTime())
 }
 
-// current stats the file: a missing file is the zero stamp.
+// current looks at the file (a link is not followed, as Load does not):
+// a missing file is the zero stamp.
 func (s *Store) current() (stamp, error) {
-	fi, err := os.Stat(s.path())
+	fi, err := os.Lstat(s.path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return stamp{}, nil
 	}
@@ -141,7 +145,9 @@ func (s *Store) current() (stamp, error) {
 }
 
 // Load reads every entry, by Key.ID. A missing file or directory is no
-// entries.
+// entries. What is at the file's path is read only when it is a regular
+// file (never a link), private to this user; anything else is refused
+// without blocking (a FIFO there would otherwise hang every caller).
 func (s *Store) Load() (map[string]*Credentials, stamp, error) {
 	f, at, err := s.load()
 	if err != nil {
@@ -155,30 +161,15 @@ func (s *Store) load() (*storeFileFormat, stamp, error) {
 	if s.Dir == "" {
 		return nil, stamp{}, errors.New("credentials store: no directory configured")
 	}
-	if err := checkPrivate(s.Dir, true); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := checkDir(s.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, stamp{}, err
 	}
-	f, err := os.Open(s.path())
+	data, fi, err := safefile.ReadFile(s.path(), filePolicy)
 	if errors.Is(err, fs.ErrNotExist) {
 		return decodeStore(nil)
 	}
 	if err != nil {
-		return nil, stamp{}, fmt.Errorf("credentials store: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, stamp{}, fmt.Errorf("credentials store: %w", err)
-	}
-	if err := checkPrivateInfo(s.path(), fi, false); err != nil {
-		return nil, stamp{}, err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxStoreBytes+1))
-	if err != nil {
-		return nil, stamp{}, fmt.Errorf("credentials store: read %s: %w", s.path(), err)
-	}
-	if len(data) > maxStoreBytes {
-		return nil, stamp{}, fmt.Errorf("credentials store: %s is larger than %d bytes", s.path(), maxStoreBytes)
+		return nil, stamp{}, storeError(err)
 	}
 	content, _, err := decodeStore(data)
 	if err != nil {
@@ -186,6 +177,13 @@ func (s *Store) load() (*storeFileFormat, stamp, error) {
 	}
 	return content, stamp{info: fi}, nil
 }
+
+// The store's folder and file: this user's alone, no link, the file
+// bounded.
+var (
+	dirPolicy  = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077}
+	filePolicy = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077, MaxBytes: maxStoreBytes}
+)
 
 // decodeStore decodes the file's data (none: an empty store).
 func decodeStore(data []byte) (*storeFileFormat, stamp, error) {
@@ -234,7 +232,7 @@ func (s *Store) update(fn func(f *storeFileFormat) error) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("credentials store: %w", err)
 	}
-	if err := checkPrivate(s.Dir, true); err != nil {
+	if err := checkDir(s.Dir); err != nil {
 		return err
 	}
 	unlock, err := lockFile(filepath.Join(s.Dir, storeLock))
@@ -254,34 +252,7 @@ func (s *Store) update(fn func(f *storeFileFormat) error) error {
 	if err != nil {
 		return fmt.Errorf("credentials store: %w", err)
 	}
-	return writeAtomic(s.Dir, s.path(), append(data, '\n'))
-}
-
-// writeAtomic writes data to path through a temp file in dir, fsynced and
-// renamed, mode 0600.
-func writeAtomic(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, ".credentials-*.tmp")
-	if err != nil {
-		return fmt.Errorf("credentials store: %w", err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // after a successful rename, nothing is there
-	if err := tmp.Chmod(0o600); err != nil && !chmodUnsupported(err) {
-		tmp.Close()
-		return fmt.Errorf("credentials store: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("credentials store: write: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("credentials store: sync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("credentials store: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
+	if err := safefile.WriteFile(s.path(), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("credentials store: %w", err)
 	}
 	return nil
@@ -298,21 +269,32 @@ func (e *unsafeError) Error() string {
 
 func (e *unsafeError) Is(target error) bool { return target == ErrUnsafe }
 
-// checkPrivate checks the owner and mode of path (a directory when dir).
-func checkPrivate(path string, dir bool) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return err
-	}
-	return checkPrivateInfo(path, fi, dir)
+// checkDir checks the store's folder: a folder (not a link) of this
+// user that no one else may enter.
+func checkDir(dir string) error {
+	_, err := safefile.CheckDir(dir, dirPolicy)
+	return storeError(err)
 }
 
-func checkPrivateInfo(path string, fi fs.FileInfo, dir bool) error {
+// storeError makes a refusal of safefile an unsafeError (ErrUnsafe) with
+// the fix, and names the store in the system's errors.
+func storeError(err error) error {
+	var se *safefile.Error
 	switch {
-	case dir && !fi.IsDir():
-		return &unsafeError{path, "not a directory"}
-	case !dir && !fi.Mode().IsRegular():
-		return &unsafeError{path, "not a regular file"}
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && !errors.Is(err, safefile.ErrTooLarge):
+		why := se.Reason
+		if errors.Is(err, safefile.ErrMode) {
+			want := "700"
+			if filepath.Base(se.Path) == storeFile {
+				want = "600"
+			}
+			why += fmt.Sprintf("; chmod %s %s", want, se.Path)
+		}
+		return &unsafeError{se.Path, why}
+	case errors.Is(err, fs.ErrNotExist):
+		return err
 	}
-	return checkOwner(path, fi)
+	return fmt.Errorf("credentials store: %w", err)
 }
