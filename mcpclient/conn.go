@@ -141,8 +141,10 @@ type Handlers struct {
 	// because MaxServerRequests were waiting already.
 	ServerRequestRefused func(method string, limit int)
 	// HostAnswerRefused is told that a handler's answer to a server
-	// request (Elicit, ListRoots, Sample) did not have MCP's shape, and
-	// why; the server got a JSON-RPC error instead.
+	// request (Elicit, ListRoots, Sample) did not have MCP's shape, or
+	// that an accepted form's content does not match its requestedSchema
+	// (naming the fields, never their values), and why; the server got a
+	// JSON-RPC error instead.
 	HostAnswerRefused func(method string, why error)
 	// ElicitationComplete sees notifications/elicitation/complete.
 	ElicitationComplete func(elicitationID string)

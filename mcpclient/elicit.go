@@ -42,6 +42,9 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	if form {
 		if raw, err = completeForm(params, raw); err != nil {
 			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, "err", err)
+			if f := c.opts.Handlers.HostAnswerRefused; f != nil {
+				f("elicitation/create", err)
+			}
 			return nil, err
 		}
 	}

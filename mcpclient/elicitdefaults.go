@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -97,10 +98,63 @@ func validateContent(schema, content json.RawMessage) error {
 		return invalidContent(err)
 	}
 	if err := resolved.Validate(v); err != nil {
-		return invalidContent(err)
+		return invalidContent(errors.New(invalidFields(&s, v)))
 	}
 	return nil
 }
+
+// invalidFields says which fields of content do not match the form's
+// schema, and why, by the schema: a required field left out, a value its
+// field's schema refuses, a field the form does not have. It never quotes
+// a value: the answer may be a password, and the host shows this to
+// people (Handlers.HostAnswerRefused) so that the user can be asked
+// again.
+func invalidFields(schema *jsonschema.Schema, content any) string {
+	obj, ok := content.(map[string]any)
+	if !ok {
+		return "content is not an object"
+	}
+	var problems []string
+	for _, name := range schema.Required {
+		if _, given := obj[name]; !given {
+			problems = append(problems, fmt.Sprintf("field %q is required", name))
+		}
+	}
+	names := make([]string, 0, len(obj))
+	for name := range obj {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sub, inForm := schema.Properties[name]
+		if !inForm {
+			sub = schema.AdditionalProperties
+		}
+		if sub == nil {
+			continue
+		}
+		r, err := sub.Resolve(nil)
+		if err != nil || r.Validate(obj[name]) == nil {
+			continue
+		}
+		if !inForm {
+			problems = append(problems, fmt.Sprintf("field %q is not in the form", name))
+			continue
+		}
+		def, _ := json.Marshal(sub)
+		if len(def) > maxSchemaQuote {
+			def = append(def[:maxSchemaQuote:maxSchemaQuote], "..."...)
+		}
+		problems = append(problems, fmt.Sprintf("field %q does not match its schema %s", name, def))
+	}
+	if len(problems) == 0 {
+		return "it does not match the schema"
+	}
+	return strings.Join(problems, "; ")
+}
+
+// maxSchemaQuote bounds a field's schema quoted in an error.
+const maxSchemaQuote = 200
 
 func invalidContent(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("elicitation result content does not match requested schema: %v", err)}

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -67,6 +68,39 @@ func TestCompleteFormWithoutSchema(t *testing.T) {
 		got, err := completeForm(json.RawMessage(params), json.RawMessage(answer))
 		if err != nil || string(got) != answer {
 			t.Errorf("params %s: got %s, %v; want the answer unchanged", params, got, err)
+		}
+	}
+}
+
+// A refused answer's error names each field that is wrong and why, and
+// quotes none of the answer's values (a form may ask for a password).
+func TestRefusedContentNamesTheFields(t *testing.T) {
+	const schema = `{"type":"object","properties":{` +
+		`"name":{"type":"string"},"age":{"type":"integer","minimum":0},"pin":{"type":"string","minLength":8}},` +
+		`"required":["name"],"additionalProperties":false}`
+	params := `{"message":"m","requestedSchema":` + schema + `}`
+	for _, c := range []struct {
+		answer string
+		want   []string
+	}{
+		{`{"action":"accept","content":{"name":"a","age":"s3cr3t-value"}}`, []string{`field "age" does not match its schema {"type":"integer","minimum":0}`}},
+		{`{"action":"accept","content":{"age":-7}}`, []string{`field "name" is required`, `field "age" does not match its schema`}},
+		{`{"action":"accept","content":{"name":"a","pin":"s3cr3t"}}`, []string{`field "pin" does not match its schema {"type":"string","minLength":8}`}},
+		{`{"action":"accept","content":{"name":"a","extra":"s3cr3t-value"}}`, []string{`field "extra" is not in the form`}},
+	} {
+		_, err := completeForm(json.RawMessage(params), json.RawMessage(c.answer))
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: %v; want a -32602 error", c.answer, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(we.Message, w) {
+				t.Errorf("%s: %q does not say %q", c.answer, we.Message, w)
+			}
+		}
+		if strings.Contains(we.Message, "s3cr3t") || strings.Contains(we.Message, "-7") {
+			t.Errorf("%s: %q quotes a value of the answer", c.answer, we.Message)
 		}
 	}
 }

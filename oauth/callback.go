@@ -66,7 +66,10 @@ type callbackPlan struct {
 	// on the port listened on.
 	redirectURI string
 	listen      string // host:port; "" when the presenter catches the redirect
-	path        string
+	// fallback is where to listen when listen is taken: listen is then
+	// only the port preferred (that of a kept client registration).
+	fallback string
+	path     string
 }
 
 // callbackPlan decides where s's redirect comes back (docs/protocol.md,
@@ -76,10 +79,17 @@ type callbackPlan struct {
 // on this machine reaches the sidecar only through a forwarder (an ingress
 // to a devbox, as Codex has it), which needs a port set and finds the
 // listener on every interface, as Codex's does. A presenter that catches
-// the redirect takes any URL: nothing listens.
-func (s Server) callbackPlan(catches bool) (callbackPlan, error) {
+// the redirect takes any URL: nothing listens. preferred is the port of
+// the default redirect URI when no port is configured (0: any free one).
+func (s Server) callbackPlan(catches bool, preferred int) (callbackPlan, error) {
 	port := s.CallbackPort
 	if s.CallbackURL == "" {
+		if port == 0 && preferred != 0 {
+			if !catches {
+				return callbackPlan{listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(preferred)), fallback: "127.0.0.1:0", path: "/callback"}, nil
+			}
+			port = preferred
+		}
 		if !catches {
 			return callbackPlan{listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), path: "/callback"}, nil
 		}

@@ -150,7 +150,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 
 	// Where the redirect comes back: the loopback listener, unless the
 	// presenter catches it.
-	plan, err := srv.callbackPlan(h.opts.Present != nil && h.opts.CatchesRedirect)
+	plan, err := srv.callbackPlan(h.opts.Present != nil && h.opts.CatchesRedirect, m.lastRegisteredPort())
 	if err != nil {
 		return err
 	}
@@ -158,6 +158,9 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	var ln *callbackListener
 	if plan.listen != "" {
 		ln, err = listenCallback(plan.listen, plan.path)
+		if err != nil && plan.fallback != "" {
+			ln, err = listenCallback(plan.fallback, plan.path)
+		}
 		if err != nil {
 			return fmt.Errorf("server %q: %w", srv.Name, err)
 		}
@@ -177,6 +180,8 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	var gotCfg *oauth2.Config
 	var got *oauth2.Token
 	client, sent := m.flowClient(srv)
+	registrations := &registrationTransport{base: client.Transport, m: m}
+	client.Transport = registrations
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirectURI,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -232,6 +237,12 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	}
 	resp := &http.Response{StatusCode: ch.status, Header: ch.header, Body: http.NoBody, Request: req}
 	if err := handler.Authorize(ctx, req, resp); err != nil {
+		if endpoint, id := registrations.reused(); endpoint != "" && !errors.Is(err, ErrCancelled) {
+			// The authorization server may have forgotten the client (an
+			// unknown client is shown the user in the browser, and the
+			// flow never hears of it): the next flow registers anew.
+			m.forgetRegistration(endpoint, id)
+		}
 		if errors.Is(err, ErrCancelled) {
 			return fmt.Errorf("server %q: %w", srv.Name, err)
 		}
@@ -241,6 +252,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 		// go-sdk's errors may quote the server's URL, secrets included,
 		// and the authorization server's answer what was sent to it.
 		msg := strings.ReplaceAll(sent.scrub(err).Error(), srv.URL, redact.URL(srv.URL))
+		msg = redact.NewSecrets(redact.URLValues(srv.URL), nil).String(msg)
 		return &FlowError{Server: srv.Name, Reason: msg}
 	}
 	if got == nil {

@@ -120,20 +120,36 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 	if c == nil || c.AccessToken == "" {
 		return nil, nil
 	}
-	if h.m.expiring(c) {
-		if c.RefreshToken == "" {
-			return nil, nil
-		}
-		c, err = h.m.refresh(s.ctx, h.srv, c.AccessToken)
-		switch {
-		case errors.Is(err, errRefreshRejected):
-			h.m.opts.Logger.Info("refresh token rejected: the server needs a new authorization", "server", h.srv.Name)
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
+	if !h.m.expiring(c) {
+		return bearer(c), nil
 	}
-	return &oauth2.Token{AccessToken: c.AccessToken, TokenType: "Bearer"}, nil
+	// Due for renewal. A token that has not expired yet is still good:
+	// while it cannot be renewed (no refresh token, the authorization
+	// server down), it is used until it expires.
+	key := h.srv.Key()
+	valid := h.m.valid(c)
+	if c.RefreshToken == "" || valid && !h.m.retryRefresh(key) {
+		if valid {
+			return bearer(c), nil
+		}
+		return nil, nil
+	}
+	fresh, err := h.m.refresh(s.ctx, h.srv, c.AccessToken)
+	switch {
+	case errors.Is(err, errRefreshRejected):
+		h.m.opts.Logger.Info("refresh token rejected: the server needs a new authorization", "server", h.srv.Name)
+		return nil, nil
+	case err != nil && valid && s.ctx.Err() == nil:
+		h.m.opts.Logger.Warn("refreshing the access token failed: the token is used until it expires", "server", h.srv.Name, "expires", c.Expiry, "err", err)
+		return bearer(c), nil
+	case err != nil:
+		return nil, err
+	}
+	return bearer(fresh), nil
+}
+
+func bearer(c *Credentials) *oauth2.Token {
+	return &oauth2.Token{AccessToken: c.AccessToken, TokenType: "Bearer"}
 }
 
 // challenge is what a flow needs of the response that asked for

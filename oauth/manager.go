@@ -20,6 +20,9 @@ const (
 	DefaultTimeout = 5 * time.Minute
 	// RefreshBefore is how long before its expiry a token is refreshed.
 	RefreshBefore = time.Minute
+	// RefreshRetry is how long after a failed refresh (the authorization
+	// server down) the token, still valid, is used without trying again.
+	RefreshRetry = 10 * time.Second
 )
 
 // Options configure a Manager.
@@ -63,6 +66,9 @@ type Manager struct {
 	cacheRead bool
 
 	refreshes singleflight.Group
+	// refreshFailed is when the last refresh of a key (by Key.ID) failed
+	// for a reason other than a refused grant, until one succeeds.
+	refreshFailed map[string]time.Time
 }
 
 // NewManager returns a Manager; Close ends its flows.
@@ -82,7 +88,7 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{opts: opts, flows: map[string]*flow{}}
+	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshFailed: map[string]time.Time{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -152,6 +158,24 @@ func (m *Manager) Status(srv Server) (Status, error) {
 	return st, nil
 }
 
+// Secrets are the secrets stored for srv, its tokens and the secret of a
+// client registered for it, for a caller that must keep them out of what
+// it shows (a server's error that quotes the request it refused); nil
+// when none are stored or the store cannot be read.
+func (m *Manager) Secrets(srv Server) []string {
+	c, err := m.credentials(srv.Key())
+	if err != nil || c == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range []string{c.AccessToken, c.RefreshToken, c.ClientSecret} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Logout forgets srv's credentials and reports whether there were any.
 func (m *Manager) Logout(srv Server) (bool, error) {
 	id := srv.Key().ID()
@@ -204,6 +228,21 @@ func (m *Manager) save(key Key, c *Credentials) error {
 	m.invalidate()
 	return err
 }
+
+// RefreshError is a refresh of an access token that failed for a reason
+// other than a refused refresh token: the authorization server is down,
+// or answered an error. The token is used while it is valid; a request
+// after it expired fails with this.
+type RefreshError struct {
+	Server, TokenURL string
+	Err              error
+}
+
+func (e *RefreshError) Error() string {
+	return fmt.Sprintf("server %q: refreshing the access token at %s: %v", e.Server, e.TokenURL, e.Err)
+}
+
+func (e *RefreshError) Unwrap() error { return e.Err }
 
 // errRefreshRejected is the errors.Is target of a refresh the authorization
 // server refused (invalid_grant): the refresh token was revoked or expired.
@@ -266,8 +305,10 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 			m.forgetTokens(key, c.RefreshToken)
 			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, sent.scrub(re))
 		}
-		return nil, fmt.Errorf("server %q: refreshing the access token at %s: %w", srv.Name, c.TokenURL, sent.scrub(err))
+		m.noteRefresh(key, err)
+		return nil, &RefreshError{Server: srv.Name, TokenURL: c.TokenURL, Err: sent.scrub(err)}
 	}
+	m.noteRefresh(key, nil)
 	next := *c
 	next.AccessToken = tok.AccessToken
 	next.TokenType = tok.TokenType
@@ -306,6 +347,33 @@ func (m *Manager) forgetTokens(key Key, rt string) {
 // RefreshBefore of, its expiry.
 func (m *Manager) expiring(c *Credentials) bool {
 	return !c.Expiry.IsZero() && !m.opts.Now().Add(RefreshBefore).Before(c.Expiry)
+}
+
+// valid reports whether c's access token has not expired yet.
+func (m *Manager) valid(c *Credentials) bool {
+	return c.AccessToken != "" && (c.Expiry.IsZero() || m.opts.Now().Before(c.Expiry))
+}
+
+// noteRefresh records how the last refresh of key went: a failure lets
+// the valid token be used without trying again for RefreshRetry
+// (retryRefresh).
+func (m *Manager) noteRefresh(key Key, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		delete(m.refreshFailed, key.ID())
+	} else {
+		m.refreshFailed[key.ID()] = m.opts.Now()
+	}
+}
+
+// retryRefresh reports whether a refresh of key may be tried: none failed
+// within RefreshRetry.
+func (m *Manager) retryRefresh(key Key) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, failed := m.refreshFailed[key.ID()]
+	return !failed || !m.opts.Now().Before(at.Add(RefreshRetry))
 }
 
 // expiryOf is tok's expiry on m's clock: oauth2 computes Expiry from

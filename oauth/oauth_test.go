@@ -169,6 +169,52 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	}
 }
 
+// An authorization server that is down while the token is due for
+// renewal does not stop the server: the token, still valid, is used until
+// it expires (the refresh is not tried again for RefreshRetry); once it
+// has expired, the request fails saying why.
+func TestTokenUsedUntilExpiryWhileRefreshFails(t *testing.T) {
+	e := newEnv(t, oauthtest.Config{AccessTTL: time.Hour}, oauthtest.ServerConfig{})
+	var tries atomic.Int32
+	e.m.opts.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Path == "/token" && r.Method == http.MethodPost && e.authorized.Load() > 0 {
+			tries.Add(1) // the authorization server is down from now on
+			return nil, errors.New("connection refused")
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	s, _ := e.connectBrowsing(t)
+	echo(t, s, "echo", "one")
+	first := e.server.Tokens()[len(e.server.Tokens())-1]
+
+	e.clock.Advance(time.Hour - RefreshBefore/2) // due, not expired
+	echo(t, s, "echo", "two")
+	echo(t, s, "echo", "three")
+	if n := tries.Load(); n != 1 {
+		t.Errorf("%d refreshes tried, want 1 (none again within RefreshRetry)", n)
+	}
+	for _, tok := range e.server.Tokens() {
+		if tok != first {
+			t.Errorf("a request went with %q, not the valid token", tok)
+		}
+	}
+	e.clock.Advance(RefreshRetry)
+	echo(t, s, "echo", "four")
+	if n := tries.Load(); n != 2 {
+		t.Errorf("%d refreshes tried after RefreshRetry, want 2", n)
+	}
+
+	e.clock.Advance(RefreshBefore) // expired: nothing left to use
+	_, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "five"}})
+	if err == nil || !strings.Contains(err.Error(), "refreshing the access token") {
+		t.Errorf("call with the token expired and no refresh possible: %v; want an error saying the refresh failed", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestRefreshOn401(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{}, oauthtest.ServerConfig{})
 	s, presented := e.connectBrowsing(t)

@@ -76,7 +76,8 @@ type Credentials struct {
 // that someone; so is anything but a regular file at the file's path (a
 // link, a FIFO), found without blocking (internal/safefile). Writes are atomic (temp file, fsync, rename) under a lock
 // file (flock(2); LockFileEx on Windows), so the sidecar and a login
-// command in another process never lose each other's updates.
+// command in another process never lose each other's updates. The same
+// file keeps the clients registered dynamically (registrations.go).
 type Store struct {
 	Dir string
 
@@ -104,6 +105,9 @@ const (
 type storeFileFormat struct {
 	Version     int                     `json:"version"`
 	Credentials map[string]*Credentials `json:"credentials"`
+	// Registrations are the clients registered dynamically, by
+	// registration endpoint (registrations.go).
+	Registrations map[string]*Registration `json:"registrations,omitempty"`
 }
 
 // ErrUnsafe is matched (errors.Is) by the error for a credentials file or
@@ -145,6 +149,15 @@ func (s *Store) current() (stamp, error) {
 // file (never a link), private to this user; anything else is refused
 // without blocking (a FIFO there would otherwise hang every caller).
 func (s *Store) Load() (map[string]*Credentials, stamp, error) {
+	f, at, err := s.load()
+	if err != nil {
+		return nil, stamp{}, err
+	}
+	return f.Credentials, at, nil
+}
+
+// load reads the whole file; its maps are never nil.
+func (s *Store) load() (*storeFileFormat, stamp, error) {
 	if s.Dir == "" {
 		return nil, stamp{}, errors.New("credentials store: no directory configured")
 	}
@@ -153,16 +166,16 @@ func (s *Store) Load() (map[string]*Credentials, stamp, error) {
 	}
 	data, fi, err := safefile.ReadFile(s.path(), filePolicy)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*Credentials{}, stamp{}, nil
+		return decodeStore(nil)
 	}
 	if err != nil {
 		return nil, stamp{}, storeError(err)
 	}
-	entries, err := decodeStore(data)
+	content, _, err := decodeStore(data)
 	if err != nil {
 		return nil, stamp{}, fmt.Errorf("credentials store: %s: %w", s.path(), err)
 	}
-	return entries, stamp{info: fi}, nil
+	return content, stamp{info: fi}, nil
 }
 
 // The store's folder and file: this user's alone, no link, the file
@@ -172,32 +185,45 @@ var (
 	filePolicy = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077, MaxBytes: maxStoreBytes}
 )
 
-func decodeStore(data []byte) (map[string]*Credentials, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return map[string]*Credentials{}, nil
-	}
-	var f storeFileFormat
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("not a credentials file: %w", err)
-	}
-	if f.Version != storeVersion {
-		return nil, fmt.Errorf("version %d, this mcp-sidecar reads version %d", f.Version, storeVersion)
+// decodeStore decodes the file's data (none: an empty store).
+func decodeStore(data []byte) (*storeFileFormat, stamp, error) {
+	f := &storeFileFormat{Version: storeVersion}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, f); err != nil {
+			return nil, stamp{}, fmt.Errorf("not a credentials file: %w", err)
+		}
+		if f.Version != storeVersion {
+			return nil, stamp{}, fmt.Errorf("version %d, this mcp-sidecar reads version %d", f.Version, storeVersion)
+		}
 	}
 	if f.Credentials == nil {
 		f.Credentials = map[string]*Credentials{}
+	}
+	if f.Registrations == nil {
+		f.Registrations = map[string]*Registration{}
 	}
 	for id, c := range f.Credentials {
 		if c == nil {
 			delete(f.Credentials, id)
 		}
 	}
-	return f.Credentials, nil
+	for id, r := range f.Registrations {
+		if r == nil {
+			delete(f.Registrations, id)
+		}
+	}
+	return f, stamp{}, nil
 }
 
 // Update reads the file, lets fn change the entries and writes them back,
 // all under the lock, creating the directory (0700) and the file (0600) as
 // needed. fn's error aborts the update.
 func (s *Store) Update(fn func(entries map[string]*Credentials) error) error {
+	return s.update(func(f *storeFileFormat) error { return fn(f.Credentials) })
+}
+
+// update is Update of the whole file.
+func (s *Store) update(fn func(f *storeFileFormat) error) error {
 	if s.Dir == "" {
 		return errors.New("credentials store: no directory configured")
 	}
@@ -214,14 +240,15 @@ func (s *Store) Update(fn func(entries map[string]*Credentials) error) error {
 		return fmt.Errorf("credentials store: lock: %w", err)
 	}
 	defer unlock()
-	entries, _, err := s.Load()
+	content, _, err := s.load()
 	if err != nil {
 		return err
 	}
-	if err := fn(entries); err != nil {
+	if err := fn(content); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(storeFileFormat{Version: storeVersion, Credentials: entries}, "", "  ")
+	content.Version = storeVersion
+	data, err := json.MarshalIndent(content, "", "  ")
 	if err != nil {
 		return fmt.Errorf("credentials store: %w", err)
 	}

@@ -106,6 +106,7 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	var ce *oauth.ConfigError
 	var fe *oauth.FlowError
 	var se *oauth.ScopeError
+	var re *oauth.RefreshError
 	switch {
 	case errors.As(err, &na):
 		return needsAuthorization(sc.name, na.URL, na.Error()), true
@@ -117,6 +118,10 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
 	case errors.As(err, &ce):
 		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.Error()).WithServer(sc.name, ""), true
+	case errors.As(err, &re):
+		// The token expired or was refused, and the authorization server
+		// cannot renew it now: the next request tries again.
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, re.Error()).WithServer(sc.name, "").Retry(), true
 	case errors.As(err, &fe):
 		prefix := fmt.Sprintf("server %q: ", sc.name)
 		answered := strings.TrimPrefix(err.Error(), prefix)
@@ -130,6 +135,35 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry(), true
 	}
 	return nil, false
+}
+
+// callAuthorizationError is authorizationError for a request on a live
+// connection: an authorization that failed during it (a step-up, a new
+// authorization after a revoked grant) leaves the server up, and the
+// request is one that needs an authorization it did not get; a 403 no
+// authorization changes is the server's refusal of this request.
+func (sc *serverConn) callAuthorizationError(err error) (*protocol.Error, bool) {
+	var fe *oauth.FlowError
+	var fb *oauth.ForbiddenError
+	switch {
+	case errors.As(err, &fb):
+		return protocol.NewError(protocol.CodeInternalError, protocol.KindServerError, fb.Error()).WithServer(sc.name, ""), true
+	case errors.As(err, &fe):
+		return needsAuthorization(sc.name, "", fe.Error()+"; the next request asks again"), true
+	}
+	return sc.authorizationError(err)
+}
+
+// oauthClient is the base HTTP client of a connection authorized by h:
+// its transport keeps a refusal of a request go-sdk sent again after an
+// authorization from ending the connection (oauth.Handler.Transport). Nil
+// (the default client) without OAuth.
+func oauthClient(h auth.OAuthHandler) *http.Client {
+	oh, ok := h.(*oauth.Handler)
+	if !ok {
+		return nil
+	}
+	return &http.Client{Transport: oh.Transport(nil)}
 }
 
 func needsAuthorization(server, url, msg string) *protocol.Error {

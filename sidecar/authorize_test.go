@@ -561,3 +561,85 @@ func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
 		t.Errorf("tools/call after revocation: data %+v, want needs_authorization for echo with a URL", data)
 	}
 }
+
+// An authorization server down while the token is due for renewal does
+// not fail the server: the token is used until it expires; after that,
+// requests fail as server_not_ready (retryable) saying why, and the
+// server stays ready for when the authorization server is back.
+func TestTokenUsedUntilExpiryWhileTheAuthorizationServerIsDown(t *testing.T) {
+	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+	o.startSession()
+	if err := o.echo("s1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	o.as.Close()
+	o.clock.Advance(time.Hour - 30*time.Second) // due for renewal, still valid
+	if err := o.echo("s1", "two"); err != nil {
+		t.Fatalf("call with a valid token while the authorization server is down: %v", err)
+	}
+	o.clock.Advance(time.Minute) // expired
+	je, data := o.h.wantCode(o.echo("s1", "three"), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindServerNotReady || !data.Retryable || !strings.Contains(je.Message, "refreshing the access token") {
+		t.Errorf("call with the token expired: %s (data %+v); want a retryable server_not_ready saying the refresh failed", je.Message, data)
+	}
+	if st := o.status("s1"); st.State != protocol.StateReady {
+		t.Errorf("state %s, want ready", st.State)
+	}
+}
+
+// A request that gets 401 (its grant revoked), a new authorization, and
+// then 403 insufficient_scope (the tool needs more than the new grant) is
+// stepped up on the same request, after a re-authorization that failed
+// before it too; a step-up whose authorization fails is that request's
+// needs_authorization. The connection stays throughout.
+func TestStepUpAfterANewAuthorization(t *testing.T) {
+	var failStepUp atomic.Bool
+	o := newOAuthSetupWith(t, oauthOptions{
+		auth:   oauthtest.Config{ScopesSupported: []string{"read", "write"}},
+		server: oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}},
+	}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
+		if failStepUp.Load() && strings.Contains(p.AuthorizationURL, "write") {
+			return nil, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, "the browser did not open")
+		}
+		return browser(ctx, p)
+	})
+	o.startSession()
+	publish := func() error {
+		_, err := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "publish", "arguments": map[string]any{"text": "x"}})
+		return err
+	}
+	stillUp := func(when string) {
+		t.Helper()
+		if st := o.status("s1"); st.State != protocol.StateReady || st.Restarts != 0 {
+			t.Errorf("%s: state %s after %d restarts, want ready and the same connection", when, st.State, st.Restarts)
+		}
+	}
+
+	// The grant is revoked, and renewing it fails once.
+	o.as.RevokeAll()
+	o.as.FailTokens("server_error")
+	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
+	if !data.Retryable {
+		t.Errorf("failed re-authorization: data %+v, want retryable", data)
+	}
+	o.as.FailTokens("")
+	if err := publish(); err != nil {
+		t.Fatalf("publish after the failed re-authorization: %v; want a new authorization, a step-up and the result", err)
+	}
+	stillUp("after the step-up")
+	if n := len(o.requests()); n != 3 {
+		t.Errorf("%d mcp/authorize, want 3: the first, the new authorization, the step-up", n)
+	}
+
+	// Revoked again; this time the step-up's authorization fails.
+	o.as.RevokeAll()
+	failStepUp.Store(true)
+	je, data := o.h.wantCode(publish(), protocol.CodeServerNotReady)
+	if data.Kind != protocol.KindNeedsAuthorization || data.Tool != "publish" || !strings.Contains(je.Message, "the browser did not open") {
+		t.Errorf("failed step-up: %s (data %+v): want needs_authorization for publish saying why", je.Message, data)
+	}
+	stillUp("after the failed step-up")
+	if err := o.echo("s1", "still works"); err != nil {
+		t.Fatal(err)
+	}
+}

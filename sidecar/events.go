@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -35,7 +37,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		Roots:          env.hostCaps.Roots,
 		Sampling:       env.hostCaps.Sampling.Enabled,
 		SamplingTools:  env.hostCaps.Sampling.Tools,
-		Logger:         srv.logger.With("server", sc.name, "session", sess.id),
+		// What the connection logs may quote the server (its stderr, its
+		// errors): the server's secrets are scrubbed from it.
+		Logger: slog.New(redact.Handler(srv.logger.Handler(), sc.secrets())).With("server", sc.name, "session", sess.id),
 
 		MaxServerRequests: env.maxServerRequests,
 		Reaper:            srv.opts.Reaper,
@@ -72,6 +76,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			srv.logServer(sess.id, sc.name, "stderr", line)
 		},
 		SkippedLine: func(line string) {
+			// Scrubbed before it is cut or quoted, which could hide a
+			// secret from the scrubber.
+			line = sc.secrets().String(line)
 			sc.mu.Lock()
 			if sc.skipped == 0 {
 				sc.firstSkipped = clipLine(line, maxSkippedLine)
@@ -145,6 +152,10 @@ func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMess
 	}
 	if !send {
 		return
+	}
+	if server != "" {
+		// Whatever a server's log carries may quote the server.
+		data = s.serverSecrets(s.environment(), server).JSON(data)
 	}
 	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, "data", string(data))
 	s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: level, Data: data})

@@ -52,6 +52,8 @@ type environment struct {
 	disk              *catalog.DiskCache
 	// auth keeps the OAuth credentials and runs the authorization flows.
 	auth *oauth.Manager
+	// scrub holds what is scrubbed from each server's words (secrets.go).
+	scrub scrubbers
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.

@@ -336,8 +336,13 @@ func callerError(ctx context.Context, err error) error {
 	return err
 }
 
-// callError maps an error of a forwarded request.
+// callError maps an error of a forwarded request, with the server's
+// secrets scrubbed from what the server wrote into it.
 func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
+	return sc.scrubbed(sc.mapCallError(ctx, conn, tool, err))
+}
+
+func (sc *serverConn) mapCallError(ctx context.Context, conn *mcpclient.Conn, tool string, err error) error {
 	if ctx.Err() != nil {
 		return cancelledError()
 	}
@@ -345,7 +350,7 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 		// The close closed the connection under the request.
 		return sc.sessionClosedError().WithServer(sc.name, tool)
 	}
-	if pe, ok := sc.authorizationError(err); ok {
+	if pe, ok := sc.callAuthorizationError(err); ok {
 		pe.Data.Tool = tool
 		return pe
 	}

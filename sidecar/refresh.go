@@ -277,7 +277,7 @@ func (sc *serverConn) listingFailed(err error) string {
 	notification := sc.list.changes
 	sc.mu.Unlock()
 	sc.invalidateDisk(notification)
-	msg := fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err)
+	msg := sc.secrets().String(fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err))
 	sc.mu.Lock()
 	sc.list.failedAt = sc.sess.srv.now()
 	sc.lastErr = msg

@@ -203,3 +203,43 @@ func TestElicitationDefaultsAndValidation(t *testing.T) {
 		})
 	}
 }
+
+// An accepted form whose content does not match the schema is refused to
+// the server (-32602), and the host hears of it: an mcp/log warning for
+// that server naming the fields that are wrong and why, so that its user
+// can be asked again; the values are not quoted (a form may ask for a
+// password).
+func TestRefusedElicitationAnswerIsReportedToTheHost(t *testing.T) {
+	const schema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}`
+	h := newHarness(t)
+	h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+		return map[string]any{"action": "accept", "content": map[string]any{"age": "forty-s3cr3t"}}, nil
+	}
+	spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
+	open := h.open(map[string]any{"startup": "eager"})
+	res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res), "does not match requested schema") || strings.Contains(string(res), "s3cr3t") {
+		t.Errorf("the tool's result %s: want the server to have been refused the answer, without its values", res)
+	}
+	n := h.waitFor("an mcp/log warning about the refused answer", func(n hostclient.Notification) bool {
+		var p protocol.LogParams
+		return n.Method == protocol.NotifyLog && json.Unmarshal(n.Params, &p) == nil && p.Server == "s" && p.Level == "warning" &&
+			strings.Contains(string(p.Data), "elicitation/create")
+	})
+	var p protocol.LogParams
+	json.Unmarshal(n.Params, &p)
+	var msg string
+	json.Unmarshal(p.Data, &msg)
+	for _, want := range []string{`field \"name\" is required`, `field \"age\" does not match its schema`} {
+		if !strings.Contains(string(p.Data), want) {
+			t.Errorf("mcp/log %s does not say %s", p.Data, want)
+		}
+	}
+	if strings.Contains(msg, "s3cr3t") {
+		t.Errorf("mcp/log %q quotes the answer", msg)
+	}
+}

@@ -617,7 +617,7 @@ func (sc *serverConn) start(a *startAttempt) {
 			}
 		}
 	}
-	sc.finishStart(a, conn, tools, err)
+	sc.finishStart(a, conn, tools, sc.scrubbed(err))
 }
 
 var errStartupTimeout = errors.New("startup_timeout_sec elapsed")
@@ -632,6 +632,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	opts := sc.clientOptions()
 	opts.OAuth = sc.oauthHandler(budget)
+	opts.HTTPClient = oauthClient(opts.OAuth)
 	conn, err := mcpclient.Connect(ctx, opts)
 	budget.release()
 	if err != nil {
@@ -927,7 +928,7 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 	}
 	msg := fmt.Sprintf("server %q connection lost", sc.name)
 	if err := conn.Err(); err != nil {
-		msg = fmt.Sprintf("server %q connection lost: %v", sc.name, err)
+		msg = sc.secrets().String(fmt.Sprintf("server %q connection lost: %v", sc.name, err))
 	}
 	// Bounded exponential backoff between restarts: 1 s doubling to 30 s;
 	// a server that stayed up five minutes starts over at 1 s. A server

@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -413,6 +415,10 @@ type ServerConfig struct {
 	// OpenHandshake lets initialize and notifications through without a
 	// token: only the requests after them need one.
 	OpenHandshake bool
+	// LeakTool adds the tool leak, which fails with a JSON-RPC error whose
+	// message and data quote the request's Authorization header, as a
+	// careless server's errors do.
+	LeakTool bool
 }
 
 // Server is an MCP server (go-sdk's, over Streamable HTTP) that needs a
@@ -508,6 +514,14 @@ func (s *Server) newMCP() (*mcp.Server, http.Handler) {
 	mcp.AddTool(ms, &mcp.Tool{Name: "echo", Description: "echo the text"}, echo)
 	for name := range s.cfg.ToolScopes {
 		mcp.AddTool(ms, &mcp.Tool{Name: name, Description: "echo the text, with more scopes"}, echo)
+	}
+	if s.cfg.LeakTool {
+		ms.AddTool(&mcp.Tool{Name: "leak", Description: "fail quoting the Authorization header", InputSchema: &jsonschema.Schema{Type: "object"}},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				authz := req.Extra.Header.Get("Authorization")
+				data, _ := json.Marshal(map[string]string{"authorization": authz})
+				return nil, &jsonrpc.Error{Code: -32000, Message: "refused with Authorization: " + authz, Data: data}
+			})
 	}
 	return ms, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 }

@@ -24,6 +24,13 @@ func TestURL(t *testing.T) {
 		{"https://h/cb#?token=s3cr3t", "https://h/cb"},
 		{"http://h/%7Euser/mcp", "http://h/%7Euser/mcp"},
 		{"http://[::1:bad", "(a URL that does not parse)"},
+		// Secrets in the path (hosted "secret URL" servers, or ${VAR}
+		// expanded into the path): the rest of the path stays.
+		{"https://mcp.example.com/sk-s3cr3t/mcp", "https://mcp.example.com/REDACTED/mcp"},
+		{"https://actions.example.com/mcp/sk-ak-s3cr3tS3cr3t/sse", "https://actions.example.com/mcp/REDACTED/sse"},
+		{"https://h/v1/servers/6a2c1f7e-1d3b-4c8e-9f1a-2b3c4d5e6f70/mcp?s3cr3t", "https://h/v1/servers/REDACTED/mcp?REDACTED"},
+		{"https://h/u/ghp_s3cr3tABCDEF0123456789abcdef/mcp", "https://h/u/REDACTED/mcp"},
+		{"https://h/s3cr3t%2Fa8F3k2M9x7Q1/mcp", "https://h/REDACTED/mcp"},
 	} {
 		got := URL(tc.in)
 		if got != tc.want {
@@ -40,6 +47,8 @@ func TestEndpoint(t *testing.T) {
 		{"https://u:s3cr3t@h:9/mcp?token=s3cr3t", "https://h:9/mcp?token=REDACTED"},
 		{"https://h:9/mcp?s3cr3t&mode=x", "https://h:9/mcp?REDACTED&mode=REDACTED"},
 		{"https://h:9/mcp#access_token=s3cr3t", "https://h:9/mcp"},
+		{"https://h:9/sk-s3cr3t/mcp?k=s3cr3t", "https://h:9/REDACTED/mcp?k=REDACTED"},
+		{"https://h:9/a%2Fb/sk-s3cr3t", "https://h:9/a%2Fb/REDACTED"},
 	} {
 		got, ok := Endpoint(tc.in)
 		if !ok || got != tc.want {
@@ -61,6 +70,43 @@ func TestQuery(t *testing.T) {
 	} {
 		if got := Query(tc.in); got != tc.want {
 			t.Errorf("Query(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Path segments are judged by their look: keys and random tokens are
+// secrets, the words, versions and dates paths are made of are not.
+func TestPathSegmentSecret(t *testing.T) {
+	for seg, want := range map[string]bool{
+		// Keys and tokens.
+		"sk-abc":              true,
+		"sk-ant-api03-AbCdEf": true,
+		"ghp_16C7e42F292c6912E7710c838347Ae178B4a": true,
+		"AKIAIOSFODNN7EXAMPLE":                     true,
+		"eyJhbGciOiJIUzI1NiJ9":                     true,
+		"6a2c1f7e-1d3b-4c8e-9f1a-2b3c4d5e6f70":     true,
+		"a8f3k2m9x7q1":                             true,
+		"9f86d081884c7d659a2feaa0c55ad015":         true,
+		"qwhdjskeirutyfhgkdlsqwhdjskeirutyf":       true, // long: whatever its look
+		"s3cr3t%2Fa8F3k2M9x7Q1":                    true, // escaped
+		// Words, versions, dates, names.
+		"":                           false,
+		"mcp":                        false,
+		"sse":                        false,
+		"v1":                         false,
+		"v1beta":                     false,
+		"sk-":                        false,
+		"2025-06-18":                 false,
+		"server-2024":                false,
+		"my-project-2024":            false,
+		"workspace123":               false,
+		"server-sequential-thinking": false,
+		"@modelcontextprotocol":      false,
+		"%7Euser":                    false,
+		"a b c d e f g h i j k l":    false,
+	} {
+		if got := PathSegmentSecret(seg); got != want {
+			t.Errorf("PathSegmentSecret(%q) = %v, want %v", seg, got, want)
 		}
 	}
 }
