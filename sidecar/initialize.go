@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
@@ -52,6 +53,10 @@ type environment struct {
 	disk              *catalog.DiskCache
 	// auth keeps the OAuth credentials and runs the authorization flows.
 	auth *oauth.Manager
+
+	// searches holds the search analyses of servers' tools that sessions
+	// share (tools/search).
+	searches *search.Shared
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -139,6 +144,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		maxPending:   defaultMaxPendingPerSession,
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
+		searches:     search.NewShared(search.DefaultRanking()),
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
