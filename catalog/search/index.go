@@ -106,8 +106,9 @@ func (w FieldWeights) array() [numFields]float64 {
 type Index struct {
 	rank Ranking
 	// shared, when set, is where the index takes its servers' analyses
-	// from and publishes its own (Shared.Update).
+	// from and publishes its own, each under key(server) (Shared.Update).
 	shared *Shared
+	key    func(server string) string
 	segs   []*segment
 	// names[i][j] is the qualified name of segs[i].docs[j] in this
 	// catalog: a segment may be shared with catalogs that qualify the same
@@ -168,17 +169,11 @@ func (ix *Index) Analysed() int { return ix.analysed }
 // changed. An index made by Shared.Update keeps taking analyses from, and
 // giving them to, its Shared.
 func (ix *Index) Update(tools []catalog.Tool) *Index {
-	return ix.update(tools, nil)
-}
-
-// update is Update; key, with ix.shared set, gives each server's key in
-// the Shared.
-func (ix *Index) update(tools []catalog.Tool, key func(server string) string) *Index {
 	prev := make(map[string]int, len(ix.segs))
 	for i, s := range ix.segs {
 		prev[s.server] = i
 	}
-	next := &Index{rank: ix.rank, shared: ix.shared}
+	next := &Index{rank: ix.rank, shared: ix.shared, key: ix.key}
 	for start := 0; start < len(tools); {
 		end := start + 1
 		for end < len(tools) && tools[end].Server == tools[start].Server {
@@ -194,8 +189,8 @@ func (ix *Index) update(tools []catalog.Tool, key func(server string) string) *I
 		switch {
 		case old != nil && old.holds(group):
 			seg = old
-		case ix.shared != nil && key != nil:
-			seg, n = ix.shared.segment(key(group[0].Server), old, group)
+		case ix.shared != nil:
+			seg, n = ix.shared.segment(ix.key(group[0].Server), old, group)
 		case old != nil:
 			seg, n = ix.rank.reanalyze(old, group)
 		default:

@@ -50,13 +50,15 @@ func NewShared(r Ranking) *Shared {
 // index of s, or else made (from the closest of the two when one exists,
 // analysing only the tools that differ) and published there. ix is the
 // previous index of the same catalog, or nil for its first; an ix not made
-// by s counts as nil. Later updates of the returned index share through s
-// as well (with the same key function).
+// by s counts as nil. The returned index's own Update shares through s
+// with the same key function.
 func (s *Shared) Update(ix *Index, tools []catalog.Tool, key func(server string) string) *Index {
-	if ix == nil || ix.shared != s {
-		ix = &Index{rank: s.rank, shared: s}
+	base := Index{rank: s.rank}
+	if ix != nil && ix.shared == s {
+		base = *ix
 	}
-	return ix.update(tools, key)
+	base.shared, base.key = s, key
+	return base.Update(tools)
 }
 
 // Keys is the number of keys that have an analysis some index may still

@@ -101,7 +101,8 @@ func TestSharedUpdateByTheChange(t *testing.T) {
 	if got := a2.Analysed(); got != 2 {
 		t.Errorf("catalog A analysed %d tools for a change of 2", got)
 	}
-	b2 := sh.Update(b1, catalogOf(t, servers, fixedOrder), scopeKey)
+	// An index of a Shared shares through it on its own Update too.
+	b2 := b1.Update(catalogOf(t, servers, fixedOrder))
 	if got := b2.Analysed(); got != 0 {
 		t.Errorf("catalog B analysed %d tools for a change A had analysed", got)
 	}
