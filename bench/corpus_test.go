@@ -98,7 +98,7 @@ func TestCaptureCorpus(t *testing.T) {
 	var spec corpusSpec
 	readJSONFile(t, corpusServersFile, &spec)
 	out := corpusFile{
-		Comment: "Captured by bench/corpus/capture.sh from the packages of servers.json: each server's tools/list result, tools as sent (whitespace aside).",
+		Comment: "Captured by bench/corpus/capture.sh from the packages of servers.json: each server's tools/list result, each tool byte for byte as the server sent it (one a line).",
 		Node:    os.Getenv("MCP_SIDECAR_CORPUS_NODE"),
 		Servers: []corpusServer{},
 	}
@@ -121,16 +121,63 @@ func TestCaptureCorpus(t *testing.T) {
 		return
 	}
 	t.Logf("%d servers, %d tools", len(out.Servers), total)
+	b, err := encodeCorpus(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(corpusToolsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// encodeCorpus writes the corpus file with each tool on a line of its own,
+// byte for byte as its server sent it. An indenting encoder would re-indent
+// the tools too, and the token counts and the estimate's fit must be made
+// on the bytes tools/list relays, not on pretty-printed ones no server
+// sends.
+func encodeCorpus(f *corpusFile) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(out); err != nil {
-		t.Fatal(err)
+	str := func(s string) {
+		enc, _ := json.Marshal(s) // a string always marshals
+		b.Write(enc)
 	}
-	if err := os.WriteFile(corpusToolsFile, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	b.WriteString("{\n \"comment\": ")
+	str(f.Comment)
+	b.WriteString(",\n \"node\": ")
+	str(f.Node)
+	b.WriteString(",\n \"servers\": [")
+	for i, s := range f.Servers {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  {\"name\": ")
+		str(s.Name)
+		b.WriteString(", \"package\": ")
+		str(s.Package)
+		b.WriteString(", \"version\": ")
+		str(s.Version)
+		b.WriteString(", \"tools\": [")
+		for j, tool := range s.Tools {
+			if !isCompact(tool) {
+				return nil, fmt.Errorf("server %s: tool #%d has white space between tokens: not the bytes a server sends", s.Name, j)
+			}
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n   ")
+			b.Write(tool)
+		}
+		b.WriteString("\n  ]}")
 	}
+	b.WriteString("\n ]\n}\n")
+	return b.Bytes(), nil
+}
+
+// isCompact reports whether the JSON text v has no white space between
+// tokens, as JSON.stringify and Go's encoder write it.
+func isCompact(v []byte) bool {
+	var b bytes.Buffer
+	return json.Compact(&b, v) == nil && bytes.Equal(b.Bytes(), v)
 }
 
 func captureServer(work string, s corpusServerSpec) ([]json.RawMessage, error) {
@@ -262,4 +309,30 @@ func TestCountCorpusTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d tools counted", len(f.Tools))
+}
+
+// TestCorpusIsWireBytes: every corpus tool is the bytes its server sent,
+// without white space between tokens (the npm servers write JSON.stringify's
+// output), which is what tools/list relays to the host and what the token
+// counts and the estimate's weights must be made of.
+func TestCorpusIsWireBytes(t *testing.T) {
+	f, tools := loadCorpus(t)
+	if len(tools) == 0 {
+		t.Fatalf("%s has no tools", corpusToolsFile)
+	}
+	for _, s := range f.Servers {
+		for i, tool := range s.Tools {
+			if !isCompact(tool) {
+				t.Errorf("%s: server %s, tool #%d has white space between tokens: run bench/corpus/capture.sh", corpusToolsFile, s.Name, i)
+			}
+		}
+	}
+	// The file is what encodeCorpus writes: capture.sh leaves no diff.
+	raw, err := os.ReadFile(corpusToolsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := encodeCorpus(f); err != nil || !bytes.Equal(b, raw) {
+		t.Errorf("%s is not as encodeCorpus writes it (err %v)", corpusToolsFile, err)
+	}
 }

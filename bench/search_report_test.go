@@ -149,7 +149,7 @@ func TestSearchReport(t *testing.T) {
 		real += tc.FullO200k + tc.SummaryO200k
 		bytesErr += float64(tc.FullBytes+tc.SummaryBytes) / 4
 	}
-	p("| o200k_base | bytes/4 (the estimate doctor showed before) | | | %+.1f %% | |\n", 100*(bytesErr-float64(real))/float64(real))
+	p("| o200k_base | bytes/4 (the common rule of thumb) | | | %+.1f %% | |\n", 100*(bytesErr-float64(real))/float64(real))
 
 	fmt.Println(out.String())
 	if f := os.Getenv("MCP_SIDECAR_BENCH_REPORT_OUT"); f != "" {

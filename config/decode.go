@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
 // dialect is the flavour of one server definition: which keys it may use,
@@ -329,7 +330,7 @@ func portNumber(v any) (int, bool) {
 	case int64:
 		n = x
 	case json.Number:
-		i, err := x.Int64()
+		i, err := protocol.ParseInteger([]byte(x)) // 8080.0 too, as JSON Schema's integer
 		if err != nil {
 			return 0, false
 		}
@@ -443,8 +444,8 @@ func portLikeInt(v any) (int, bool) {
 	case int64:
 		return int(x), true
 	case json.Number:
-		i, err := x.Int64()
-		return int(i), err == nil
+		i, err := protocol.ParseInteger([]byte(x)) // 2000.0 too, as JSON Schema's integer
+		return int(i), err == nil && i == int64(int(i))
 	}
 	return 0, false
 }

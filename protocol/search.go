@@ -12,10 +12,11 @@ const (
 type ToolsSearchParams struct {
 	SessionID string `json:"sessionId"`
 	// Query is free text, "/regex/" over names and descriptions, or
-	// "select:name1,name2" for exact qualified names.
+	// "select:name1,name2" for exact names (qualified, or the servers'
+	// own).
 	Query string `json:"query"`
-	// Limit is the most results (default 5); a select: query returns every
-	// tool it names.
+	// Limit is the most results, at least 1 (default 5: leave it out); a
+	// select: query returns every tool it names.
 	Limit int `json:"limit,omitempty"`
 	// Servers restricts the search to these servers of the session.
 	Servers []string `json:"servers,omitempty"`
@@ -33,6 +34,10 @@ type ToolSearchResult struct {
 
 type ToolsSearchResult struct {
 	Results []ToolSearchResult `json:"results"`
+	// Missing are the names of a select: query that name no tool of the
+	// servers searched, in the order given; absent when every name was
+	// found.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // ToolsGetParams are the params of tools/get.

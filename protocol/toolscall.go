@@ -37,9 +37,11 @@ func ParseToolsCallParams(params json.RawMessage) (ToolsCallParams, error) {
 			p.Task = v
 		case "timeoutMs":
 			if string(v) != "null" {
-				if err := json.Unmarshal(v, &p.TimeoutMs); err != nil {
-					return fmt.Errorf("timeoutMs must be an integer: %s", v)
+				n, err := ParseIntegerField("timeoutMs", v)
+				if err != nil {
+					return err
 				}
+				p.TimeoutMs = n
 			}
 		case "meta":
 			return decodeMeta(v, &p.Meta)

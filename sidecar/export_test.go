@@ -44,6 +44,10 @@ type Hooks struct {
 	// sent; blocking holds back the queue (release it before the session
 	// closes: close waits for it).
 	ResourceUpdateSending func(session, server, uri string)
+	// SearchIndexed is called when a session's search index was made (by
+	// its first search) or handed a new catalog, with the number of tools
+	// analysed for it: those no index of any session had analysed.
+	SearchIndexed func(session string, analysed int)
 }
 
 // WithHooks returns opts with h installed.
@@ -61,6 +65,7 @@ func WithHooks(opts Options, h Hooks) Options {
 
 		resourceUpdateQueued:  h.ResourceUpdateQueued,
 		resourceUpdateSending: h.ResourceUpdateSending,
+		searchIndexed:         h.SearchIndexed,
 	}
 	return opts
 }

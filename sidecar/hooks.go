@@ -43,6 +43,10 @@ type testHooks struct {
 	// resourceUpdateSending is called before a queued resource update is
 	// sent; blocking holds back the queue (session close waits for it).
 	resourceUpdateSending func(session, server, uri string)
+	// searchIndexed is called when a session's search index was made or
+	// handed a new catalog, with the number of tools analysed for it
+	// (search.Index.Analysed).
+	searchIndexed func(session string, analysed int)
 }
 
 // hook returns the server's test hooks (the zero value in production).

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
@@ -54,6 +55,10 @@ type environment struct {
 	auth *oauth.Manager
 	// scrub holds what is scrubbed from each server's words (secrets.go).
 	scrub scrubbers
+
+	// searches holds the search analyses of servers' tools that sessions
+	// share (tools/search).
+	searches *search.Shared
 
 	// badCache holds the scope keys whose unusable cache file was already
 	// reported: one bad file is reported once, not once per session.
@@ -141,6 +146,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		maxPending:   defaultMaxPendingPerSession,
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
+		searches:     search.NewShared(search.DefaultRanking()),
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)

@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
+	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -90,22 +93,90 @@ func readSearchCorpus(tb testing.TB) []catalog.Tool {
 // its index made by a search. versions are the first server's tools
 // before and after a change of its first 100 tools' descriptions.
 func rebuildSession(tb testing.TB, corpus []catalog.Tool, servers, perServer int) (*Session, [2][]catalog.Tool) {
+	sess := readySession(tb, benchEnvironment(), corpus, servers, perServer)
+	versions := [2][]catalog.Tool{sess.servers[sess.names[0]].tools, syntheticServerTools(tb, corpus, 0, perServer, true)}
+	if ix := sess.searchIndex(); ix.Len() != servers*perServer {
+		tb.Fatalf("index of %d tools, want %d", ix.Len(), servers*perServer)
+	}
+	return sess, versions
+}
+
+// benchEnvironment is the part of what initialize establishes that the
+// session catalog and its search index use.
+func benchEnvironment() *environment {
+	return &environment{searches: search.NewShared(search.DefaultRanking())}
+}
+
+// readySession is a session of env with servers ready with perServer
+// tools each, made of the corpus tools under numbered names (each server
+// in a discovery scope of its own, the same in every session of env), its
+// catalog built; no search has run. The tools are listed anew for each
+// session: equal bytes, not the same memory.
+func readySession(tb testing.TB, env *environment, corpus []catalog.Tool, servers, perServer int) *Session {
 	sess := &Session{
 		srv:     &Server{logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		env:     env,
 		servers: map[string]*serverConn{},
 	}
 	for s := range servers {
 		name := fmt.Sprintf("srv%03d", s)
 		sess.names = append(sess.names, name)
-		sess.servers[name] = &serverConn{sess: sess, name: name, state: protocol.StateReady, catalogSrc: protocol.CatalogLive,
+		sess.servers[name] = &serverConn{sess: sess, name: name, scopeKey: "scope-" + name, state: protocol.StateReady, catalogSrc: protocol.CatalogLive,
 			tools: syntheticServerTools(tb, corpus, s, perServer, false)}
 	}
-	versions := [2][]catalog.Tool{sess.servers[sess.names[0]].tools, syntheticServerTools(tb, corpus, 0, perServer, true)}
 	sess.rebuildCatalog()
-	if ix := sess.searchIndex(); ix.Len() != servers*perServer {
-		tb.Fatalf("index of %d tools, want %d", ix.Len(), servers*perServer)
+	return sess
+}
+
+// BenchmarkSecondSessionFirstSearch measures the first tools/search of a
+// session (its index made, then the query) when another session of the
+// same servers in the same discovery scopes has searched already, at 10k
+// tools (100 servers of 100): with the analyses shared between sessions
+// (environment.searches, shared=yes), the second session analyses no tool;
+// without (shared=no: each session analyses its own catalog) it analyses
+// all 10k (bench/README.md, "Tool search"). Each iteration is a new
+// session with its tools listed anew. cpu-ns/op is the process's CPU time
+// in the timed part, which a loaded machine inflates less than ns/op.
+//
+//	go test -run '^$' -bench SecondSessionFirstSearch -benchtime 10x ./sidecar/
+func BenchmarkSecondSessionFirstSearch(b *testing.B) {
+	corpus := readSearchCorpus(b)
+	const servers, perServer = 100, 100
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "shared=no", true: "shared=yes"}[shared]
+		b.Run(name, func(b *testing.B) {
+			env := benchEnvironment()
+			if !shared {
+				env.searches = nil
+			}
+			first := readySession(b, env, corpus, servers, perServer)
+			if _, err := first.searchIndex().Search("open a pull request", search.Options{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				sess := readySession(b, env, corpus, servers, perServer)
+				// The garbage of making the session is collected before
+				// the timed part, not during it.
+				runtime.GC()
+				before := processCPU()
+				b.StartTimer()
+				res, err := sess.searchIndex().Search("open a pull request", search.Options{})
+				b.StopTimer()
+				cpu += processCPU() - before
+				if err != nil || len(res) == 0 {
+					b.Fatalf("search: %v, %d results", err, len(res))
+				}
+				b.StartTimer()
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+			runtime.KeepAlive(first)
+		})
 	}
-	return sess, versions
 }
 
 // syntheticServerTools are the tools of server number s: corpus tools

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -25,8 +26,14 @@ func (s *Server) toolsSearch(ctx context.Context, params json.RawMessage) (resul
 	if strings.TrimSpace(p.Query) == "" {
 		return result{}, invalidParams("query is required")
 	}
-	if p.Limit < 0 {
-		return result{}, invalidParams(fmt.Sprintf("limit must not be negative, got %d", p.Limit))
+	// limit is at least 1: 0 would ask for no results, which no host
+	// means; an absent limit (or null) is the default.
+	var limit struct {
+		Limit json.RawMessage `json:"limit"`
+	}
+	_ = json.Unmarshal(params, &limit) // decodeParams accepted these params
+	if p.Limit < 1 && len(limit.Limit) > 0 && string(limit.Limit) != "null" {
+		return result{}, invalidParams(fmt.Sprintf("limit must be at least 1, got %d (leave it out for %d results)", p.Limit, search.DefaultLimit))
 	}
 	sess, err := s.session(p.SessionID)
 	if err != nil {
@@ -43,14 +50,19 @@ func (s *Server) toolsSearch(ctx context.Context, params json.RawMessage) (resul
 	if p.Servers != nil {
 		opt.Servers = p.Servers
 	}
-	found, err := sess.searchIndex().Search(p.Query, opt)
-	if err != nil {
+	var found []search.Result
+	var missing []string
+	if names, ok := search.SelectNames(p.Query); ok && len(names) > 0 {
+		// Names that name no tool are reported, as tools/get does: the
+		// model learns which of its names went wrong.
+		found, missing = sess.searchIndex().Select(names, opt)
+	} else if found, err = sess.searchIndex().Search(p.Query, opt); err != nil {
 		if errors.Is(err, search.ErrEmptyQuery) {
 			return result{}, invalidParams(fmt.Sprintf("query %q has nothing to search for", p.Query))
 		}
 		return result{}, invalidParams(fmt.Sprintf("query %q: %v", p.Query, err))
 	}
-	res := protocol.ToolsSearchResult{Results: make([]protocol.ToolSearchResult, len(found))}
+	res := protocol.ToolsSearchResult{Results: make([]protocol.ToolSearchResult, len(found)), Missing: missing}
 	for i, r := range found {
 		res.Results[i] = protocol.ToolSearchResult(r)
 		// Three decimals order results as well and cost the model fewer
@@ -142,6 +154,54 @@ func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
 		return sess.closedError()
 	}
 	return nil
+}
+
+// searchIndex returns the index of the session catalog, made at the
+// session's first search. The build holds rebuildMu, so no rebuild can
+// slip in between and leave the index behind the catalog.
+func (sess *Session) searchIndex() *search.Index {
+	if ix := sess.snapshot().index; ix != nil {
+		return ix
+	}
+	sess.rebuildMu.Lock()
+	defer sess.rebuildMu.Unlock()
+	cat := sess.snapshot()
+	if cat.index != nil {
+		return cat.index
+	}
+	ix := sess.indexOf(nil, cat.tools)
+	sess.mu.Lock()
+	sess.catalog.index = ix
+	sess.mu.Unlock()
+	return ix
+}
+
+// indexOf returns the index of tools, the session catalog, that follows
+// prev (nil for the session's first). Each server's analysis is shared
+// with every session that lists the same tools in the same discovery
+// scope: a session's first search takes what other sessions analysed
+// already, and a change one session analysed costs the next nothing.
+func (sess *Session) indexOf(prev *search.Index, tools []catalog.Tool) *search.Index {
+	var ix *search.Index
+	if sess.env == nil || sess.env.searches == nil {
+		// A session made without initialize (internal tests).
+		if prev == nil {
+			prev = search.New(search.DefaultRanking())
+		}
+		ix = prev.Update(tools)
+	} else {
+		ix = sess.env.searches.Update(prev, tools, sess.scopeKeyOf)
+	}
+	if f := sess.srv.hook().searchIndexed; f != nil {
+		f(sess.id, ix.Analysed())
+	}
+	return ix
+}
+
+// scopeKeyOf is the discovery scope of one of the session's servers: the
+// key its analysis is shared under.
+func (sess *Session) scopeKeyOf(server string) string {
+	return sess.servers[server].scopeKey
 }
 
 func invalidParams(msg string) *protocol.Error {

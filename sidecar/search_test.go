@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // Tests of tools/search, tools/get, tools/list with schemas: false and the
@@ -118,7 +120,10 @@ func TestToolsSearch(t *testing.T) {
 		{"blank query", map[string]any{"sessionId": sid, "query": "  "}, protocol.CodeInvalidParams, "query is required"},
 		{"empty select", map[string]any{"sessionId": sid, "query": "select:,"}, protocol.CodeInvalidParams, "nothing to search for"},
 		{"bad regex", map[string]any{"sessionId": sid, "query": "/(/"}, protocol.CodeInvalidParams, "bad regular expression"},
-		{"negative limit", map[string]any{"sessionId": sid, "query": "file", "limit": -1}, protocol.CodeInvalidParams, "limit"},
+		{"negative limit", map[string]any{"sessionId": sid, "query": "file", "limit": -1}, protocol.CodeInvalidParams, "limit must be at least 1"},
+		// 0 would be no results: refused, not read as the default
+		{"limit 0", map[string]any{"sessionId": sid, "query": "file", "limit": 0}, protocol.CodeInvalidParams, "limit must be at least 1"},
+		{"limit 0 with select:", map[string]any{"sessionId": sid, "query": "select:read_file", "limit": 0}, protocol.CodeInvalidParams, "limit must be at least 1"},
 		{"unknown server", map[string]any{"sessionId": sid, "query": "file", "servers": []string{"nope"}}, protocol.CodeUnknownServer, "nope"},
 		{"unknown session", map[string]any{"sessionId": "nope", "query": "file"}, protocol.CodeUnknownSession, "nope"},
 	}
@@ -128,6 +133,41 @@ func TestToolsSearch(t *testing.T) {
 			je, _ := h.wantCode(err, tt.code)
 			if !strings.Contains(je.Message, tt.msg) {
 				t.Errorf("message %q lacks %q", je.Message, tt.msg)
+			}
+		})
+	}
+}
+
+// TestToolsSearchSelect: select: takes qualified names and the servers'
+// own names, and reports the names that name no tool in missing; a
+// limit: null is the default.
+func TestToolsSearchSelect(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(searchServers(), nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(sid, 0)
+	tests := []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"raw and qualified names", map[string]any{"query": "select:read_file,mcp__gh__list_issues"},
+			`{"results":[{"name":"mcp__fs__read_file","server":"fs","tool":"read_file","score":1,"description":"Read the complete contents of a file."},` +
+				`{"name":"mcp__gh__list_issues","server":"gh","tool":"list_issues","score":1,"description":"List issues in a GitHub repository."}]}`},
+		{"names that name no tool", map[string]any{"query": "select:nope,move_file,mcp__fs__nope"},
+			`{"results":[{"name":"mcp__fs__move_file","server":"fs","tool":"move_file","score":1,"description":"Move or rename a file."}],"missing":["nope","mcp__fs__nope"]}`},
+		{"a server not searched", map[string]any{"query": "select:read_file", "servers": []string{"gh"}, "limit": nil},
+			`{"results":[],"missing":["read_file"]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.params["sessionId"] = sid
+			var res json.RawMessage
+			if err := h.call(protocol.MethodToolsSearch, tt.params, &res); err != nil {
+				t.Fatal(err)
+			}
+			if string(res) != tt.want {
+				t.Errorf("result\n got %s\nwant %s", res, tt.want)
 			}
 		})
 	}
@@ -186,6 +226,77 @@ func TestToolsSearchFollowsRefreshAndReconnect(t *testing.T) {
 	}
 	if got := h.mustSearch(sid, "zebra"); len(got) != 0 {
 		t.Errorf("after reconnect (a new process without the tool): %v", got)
+	}
+}
+
+// TestToolsSearchSharedBetweenSessions: sessions that list the same tools
+// in the same discovery scope share the search index's analysis: the first
+// search of a second session analyses no tool, a refresh that changes one
+// tool analyses that tool, and each session still finds its own catalog.
+func TestToolsSearchSharedBetweenSessions(t *testing.T) {
+	var mu sync.Mutex
+	analysed := map[string][]int{}
+	h := newHookedHarness(t, sidecar.Hooks{SearchIndexed: func(session string, n int) {
+		mu.Lock()
+		analysed[session] = append(analysed[session], n)
+		mu.Unlock()
+	}})
+	took := func(session string) []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(analysed[session])
+	}
+	h.initialize(searchServers(), nil)
+	a := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(a, 0)
+	b := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(b, 0)
+
+	first := h.mustSearch(a, "open a PR")
+	if diff := cmp.Diff([]int{7}, took(a)); diff != "" {
+		t.Errorf("first session's first search, tools analysed (-want +got):\n%s", diff)
+	}
+	if got := h.mustSearch(b, "open a PR"); !slices.Equal(got, first) {
+		t.Errorf("second session found %v, the first %v", got, first)
+	}
+	if diff := cmp.Diff([]int{0}, took(b)); diff != "" {
+		t.Errorf("second session's first search, tools analysed (-want +got):\n%s", diff)
+	}
+
+	// A tool added at run time to the first session's server (each
+	// session has its own process): its refresh analyses that tool only,
+	// and the second session's catalog, which lacks it, is untouched.
+	if _, err := h.callTool(map[string]any{"sessionId": a, "name": "mcp__gh__add", "arguments": map[string]any{"name": "zebra_crossing"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call(protocol.MethodServersRefresh, map[string]any{"sessionId": a, "server": "gh"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.mustSearch(a, "zebra"); !slices.Equal(got, []string{"mcp__gh__zebra_crossing"}) {
+		t.Errorf("first session after its refresh: %v", got)
+	}
+	sum := 0
+	for _, n := range took(a)[1:] {
+		sum += n
+	}
+	if sum != 1 {
+		t.Errorf("the refresh that added one tool analysed %d (updates %v)", sum, took(a)[1:])
+	}
+	if got := h.mustSearch(b, "zebra"); len(got) != 0 {
+		t.Errorf("second session found the first session's new tool: %v", got)
+	}
+	if diff := cmp.Diff([]int{0}, took(b)); diff != "" {
+		t.Errorf("second session's index, tools analysed (-want +got):\n%s", diff)
+	}
+	// A third session lists the tools the second has: it analyses nothing
+	// though the first session published a newer revision since.
+	c := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(c, 0)
+	if got := h.mustSearch(c, "rename a file"); len(got) == 0 || got[0] != "mcp__fs__move_file" {
+		t.Errorf("third session: %v", got)
+	}
+	if diff := cmp.Diff([]int{0}, took(c)); diff != "" {
+		t.Errorf("third session's first search, tools analysed (-want +got):\n%s", diff)
 	}
 }
 

@@ -348,13 +348,8 @@ type result struct {
 
 type handlerFunc func(ctx context.Context, params json.RawMessage) (result, error)
 
-// decodeParams decodes params into v, rejecting unknown shapes with -32602.
+// decodeParams decodes params into v, rejecting unknown shapes with -32602
+// (protocol.DecodeParams: integers may be written 2.0 or 5e3).
 func decodeParams(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(params, v); err != nil {
-		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
-	}
-	return nil
+	return protocol.DecodeParams(params, v)
 }

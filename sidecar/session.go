@@ -72,8 +72,9 @@ type sessionCatalog struct {
 	summary []json.RawMessage
 	tokens  []int
 	byName  map[string]toolRef
-	// index ranks the catalog for tools/search. It is built by the
-	// session's first search; from then on every rebuild hands it the new
+	// index ranks the catalog for tools/search. It is made by the
+	// session's first search (from the analyses every session shares,
+	// environment.searches); from then on every rebuild hands it the new
 	// catalog, so it is current before the next search.
 	index *search.Index
 }
@@ -1153,7 +1154,7 @@ func (sess *Session) rebuildCatalog() {
 		cat.byName[t.Qualified] = ref
 	}
 	if prev.index != nil {
-		cat.index = prev.index.Update(all)
+		cat.index = sess.indexOf(prev.index, all)
 	}
 	sess.mu.Lock()
 	sess.catalog = cat
@@ -1168,26 +1169,6 @@ func (sess *Session) render(t catalog.Tool) toolRef {
 		w, sum = json.RawMessage(`{}`), json.RawMessage(`{}`)
 	}
 	return toolRef{wire: w, summary: sum, tokens: tokens}
-}
-
-// searchIndex returns the index of the session catalog, building it at
-// the session's first search. The build holds rebuildMu, so no rebuild
-// can slip in between and leave the index behind the catalog.
-func (sess *Session) searchIndex() *search.Index {
-	if ix := sess.snapshot().index; ix != nil {
-		return ix
-	}
-	sess.rebuildMu.Lock()
-	defer sess.rebuildMu.Unlock()
-	cat := sess.snapshot()
-	if cat.index != nil {
-		return cat.index
-	}
-	ix := search.New(search.DefaultRanking()).Update(cat.tools)
-	sess.mu.Lock()
-	sess.catalog.index = ix
-	sess.mu.Unlock()
-	return ix
 }
 
 func (sess *Session) snapshot() sessionCatalog {

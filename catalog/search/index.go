@@ -104,17 +104,29 @@ func (w FieldWeights) array() [numFields]float64 {
 // immutable, so any number of searches may run on it at once; Update
 // returns a new Index and leaves the old one intact.
 type Index struct {
-	rank  Ranking
-	segs  []*segment
+	rank Ranking
+	// shared, when set, is where the index takes its servers' analyses
+	// from and publishes its own, each under key(server) (Shared.Update).
+	shared *Shared
+	key    func(server string) string
+	segs   []*segment
+	// names[i][j] is the qualified name of segs[i].docs[j] in this
+	// catalog: a segment may be shared with catalogs that qualify the same
+	// tools otherwise.
+	names [][]string
 	bases []int // bases[i] is the global number of segs[i]'s first tool
 	docs  int
 	// sumLen is the total length of each field over all tools, for BM25's
 	// average field length.
 	sumLen [numFields]int64
+	// analysed is the number of tools analysed to make this index.
+	analysed int
 }
 
-// segment is the analysis of one server's tools. Segments are shared
-// between successive indexes as long as the server's tools stay the same.
+// segment is the analysis of one server's tools. Segments are immutable:
+// they are shared between successive indexes as long as the server's tools
+// stay the same, and through Shared between the indexes of catalogs that
+// list the same tools.
 type segment struct {
 	server   string
 	docs     []doc
@@ -124,10 +136,10 @@ type segment struct {
 
 // doc is one tool. Its strings share the catalog's memory.
 type doc struct {
-	name, tool, title, desc string
-	raw                     json.RawMessage // to tell whether a tool changed
-	lens                    [numFields]uint16
-	foldSafe                bool // foldSafe(desc)
+	tool, title, desc string
+	raw               json.RawMessage // to tell whether a tool changed
+	lens              [numFields]uint16
+	foldSafe          bool // foldSafe(desc)
 }
 
 // posting is one tool's occurrences of one term, per field.
@@ -144,32 +156,50 @@ func New(r Ranking) *Index {
 // Len is the number of tools in the index.
 func (ix *Index) Len() int { return ix.docs }
 
+// Analysed is the number of tools analysed to make this index from the
+// one it was updated from: the tools that changed, or were analysed by no
+// other index of its Shared. The other tools' analyses were taken over.
+func (ix *Index) Analysed() int { return ix.analysed }
+
 // Update returns the index of tools, a whole qualified catalog (every
 // tool's Qualified set), grouped by server as a session catalog is. The
-// analysis of each server whose tools are unchanged (same qualified and
-// raw names, same bytes) is taken over from ix, so an update costs in
-// proportion to the servers that changed.
+// analysis of each server whose tools are unchanged (same raw names, same
+// bytes) is taken over from ix, and of a server whose tools changed only
+// the changed tools are analysed, so an update costs in proportion to what
+// changed. An index made by Shared.Update keeps taking analyses from, and
+// giving them to, its Shared.
 func (ix *Index) Update(tools []catalog.Tool) *Index {
-	prev := make(map[string]*segment, len(ix.segs))
-	for _, s := range ix.segs {
-		prev[s.server] = s
+	prev := make(map[string]int, len(ix.segs))
+	for i, s := range ix.segs {
+		prev[s.server] = i
 	}
-	next := &Index{rank: ix.rank}
+	next := &Index{rank: ix.rank, shared: ix.shared, key: ix.key}
 	for start := 0; start < len(tools); {
 		end := start + 1
 		for end < len(tools) && tools[end].Server == tools[start].Server {
 			end++
 		}
 		group := tools[start:end]
-		seg := prev[group[0].Server]
-		switch {
-		case seg == nil:
-			seg = ix.rank.analyze(group)
-		case !seg.holds(group):
-			seg = ix.rank.reanalyze(seg, group)
+		var seg, old *segment
+		var oldNames []string
+		if i, ok := prev[group[0].Server]; ok {
+			old, oldNames = ix.segs[i], ix.names[i]
 		}
+		n := 0
+		switch {
+		case old != nil && old.holds(group):
+			seg = old
+		case ix.shared != nil:
+			seg, n = ix.shared.segment(ix.key(group[0].Server), old, group)
+		case old != nil:
+			seg, n = ix.rank.reanalyze(old, group)
+		default:
+			seg, n = ix.rank.analyze(group)
+		}
+		next.analysed += n
 		next.bases = append(next.bases, next.docs)
 		next.segs = append(next.segs, seg)
+		next.names = append(next.names, qualifiedNames(group, oldNames))
 		next.docs += len(seg.docs)
 		for f := range numFields {
 			next.sumLen[f] += seg.sumLen[f]
@@ -179,34 +209,53 @@ func (ix *Index) Update(tools []catalog.Tool) *Index {
 	return next
 }
 
+// qualifiedNames returns the qualified names of tools: old when it holds
+// them already, so an unchanged server costs no allocation.
+func qualifiedNames(tools []catalog.Tool, old []string) []string {
+	same := len(old) == len(tools)
+	for i := 0; same && i < len(tools); i++ {
+		same = old[i] == tools[i].Qualified
+	}
+	if same {
+		return old
+	}
+	names := make([]string, len(tools))
+	for i := range tools {
+		names[i] = tools[i].Qualified
+	}
+	return names
+}
+
 // holds reports whether s is the analysis of exactly tools.
 func (s *segment) holds(tools []catalog.Tool) bool {
-	if len(s.docs) != len(tools) {
+	if len(s.docs) != len(tools) || s.server != tools[0].Server {
 		return false
 	}
 	for i := range tools {
 		d, t := &s.docs[i], &tools[i]
-		if d.name != t.Qualified || d.tool != t.Name || string(d.raw) != string(t.Raw) {
+		if d.tool != t.Name || string(d.raw) != string(t.Raw) {
 			return false
 		}
 	}
 	return true
 }
 
-// analyze builds the segment of one server's tools.
-func (r Ranking) analyze(tools []catalog.Tool) *segment {
+// analyze builds the segment of one server's tools; analysed is
+// len(tools).
+func (r Ranking) analyze(tools []catalog.Tool) (seg *segment, analysed int) {
 	b := r.newBuilder(tools, map[string][]posting{})
 	for i := range tools {
 		b.add(i, &tools[i])
 	}
-	return b.finish()
+	return b.finish(), len(tools)
 }
 
 // reanalyze builds the segment of one server's changed tools from its
 // previous segment: tools whose raw name and bytes did not change keep
 // their analysis (their postings are carried over and renumbered), so a
-// change costs the analysis of the tools that changed.
-func (r Ranking) reanalyze(old *segment, tools []catalog.Tool) *segment {
+// change costs the analysis of the tools that changed (analysed counts
+// them).
+func (r Ranking) reanalyze(old *segment, tools []catalog.Tool) (seg *segment, analysed int) {
 	oldAt := make(map[string]int, len(old.docs))
 	for j := range old.docs {
 		oldAt[old.docs[j].tool] = j
@@ -240,13 +289,12 @@ func (r Ranking) reanalyze(old *segment, tools []catalog.Tool) *segment {
 	for i := range tools {
 		if !kept[i] {
 			b.add(i, &tools[i])
+			analysed++
 			continue
 		}
-		d := &b.s.docs[i]
-		*d = old.docs[oldAt[tools[i].Name]]
-		d.name = tools[i].Qualified // may change with another server's tools
+		b.s.docs[i] = old.docs[oldAt[tools[i].Name]]
 	}
-	return b.finish()
+	return b.finish(), analysed
 }
 
 // builder adds tools to a segment.
@@ -269,7 +317,7 @@ func (r Ranking) newBuilder(tools []catalog.Tool, postings map[string][]posting)
 func (b *builder) add(i int, t *catalog.Tool) {
 	d := &b.s.docs[i]
 	title := displayTitle(t)
-	*d = doc{name: t.Qualified, tool: t.Name, title: title, desc: t.Description, raw: t.Raw, foldSafe: foldSafe(t.Description)}
+	*d = doc{tool: t.Name, title: title, desc: t.Description, raw: t.Raw, foldSafe: foldSafe(t.Description)}
 	clear(b.counts)
 	b.field(d, fieldName, t.Name)
 	b.field(d, fieldServer, t.Server)

@@ -41,8 +41,8 @@ var ErrEmptyQuery = errors.New("empty query")
 
 // Search runs one query. It has three forms:
 //
-//   - "select:a,b" returns the tools with exactly these qualified names,
-//     in the order given (names not in the index are skipped);
+//   - "select:a,b" returns the tools these names name (see Select), in the
+//     order given; names that name no tool are skipped;
 //   - "/pattern/" returns the tools whose name, raw name or title (first)
 //     or description (after) match the regular expression (Go syntax,
 //     case-insensitive);
@@ -56,17 +56,17 @@ func (ix *Index) Search(query string, opt Options) ([]Result, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	var allow func(server string) bool
-	if opt.Servers != nil {
-		allow = func(server string) bool { return slices.Contains(opt.Servers, server) }
-	} else {
-		allow = func(string) bool { return true }
+	allow := opt.allow()
+	if names, ok := SelectNames(query); ok {
+		if len(names) == 0 {
+			return nil, fmt.Errorf("select: names no tool: %w", ErrEmptyQuery)
+		}
+		found, _ := ix.Select(names, opt)
+		return found, nil
 	}
 	switch {
 	case query == "":
 		return nil, ErrEmptyQuery
-	case strings.HasPrefix(query, "select:"):
-		return ix.selectNames(strings.TrimPrefix(query, "select:"), allow)
 	case len(query) >= 2 && query[0] == '/' && query[len(query)-1] == '/':
 		return ix.regex(query[1:len(query)-1], limit, allow)
 	default:
@@ -74,34 +74,74 @@ func (ix *Index) Search(query string, opt Options) ([]Result, error) {
 	}
 }
 
-func (ix *Index) selectNames(list string, allow func(string) bool) ([]Result, error) {
-	var names []string
+// allow is the servers filter of opt.
+func (opt Options) allow() func(server string) bool {
+	if opt.Servers == nil {
+		return func(string) bool { return true }
+	}
+	return func(server string) bool { return slices.Contains(opt.Servers, server) }
+}
+
+// SelectNames reports whether query is a select: query and returns its
+// names: split at commas, trimmed, each once, empty ones left out.
+func SelectNames(query string) (names []string, ok bool) {
+	list, ok := strings.CutPrefix(strings.TrimSpace(query), "select:")
+	if !ok {
+		return nil, false
+	}
 	for n := range strings.SplitSeq(list, ",") {
 		if n = strings.TrimSpace(n); n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("select: names no tool: %w", ErrEmptyQuery)
-	}
-	found := make(map[string]Result, len(names))
-	for _, s := range ix.segs {
+	return names, true
+}
+
+// Select returns the tools that names name, in the order of the names,
+// each tool once, whatever opt.Limit: a name is a tool's qualified name,
+// or else a raw name (the server's own name of a tool), which names every
+// tool of that raw name (of every server, in catalog order). missing are
+// the names that name no tool of the servers opt allows.
+func (ix *Index) Select(names []string, opt Options) (found []Result, missing []string) {
+	allow := opt.allow()
+	type at struct{ seg, doc int }
+	qualified := make(map[string]at, len(names))
+	raw := make(map[string][]at, len(names))
+	for si, s := range ix.segs {
 		if !allow(s.server) {
 			continue
 		}
 		for i := range s.docs {
-			if d := &s.docs[i]; slices.Contains(names, d.name) {
-				found[d.name] = d.result(s.server, 1)
+			if n := ix.names[si][i]; slices.Contains(names, n) {
+				qualified[n] = at{si, i}
+			}
+			if n := s.docs[i].tool; slices.Contains(names, n) {
+				raw[n] = append(raw[n], at{si, i})
 			}
 		}
 	}
-	out := []Result{}
-	for _, n := range names {
-		if r, ok := found[n]; ok {
-			out = append(out, r)
+	found = []Result{}
+	seen := map[at]bool{}
+	add := func(a at) {
+		if !seen[a] {
+			seen[a] = true
+			found = append(found, ix.result(a.seg, a.doc, 1))
 		}
 	}
-	return out, nil
+	for _, n := range names {
+		if a, ok := qualified[n]; ok {
+			add(a)
+			continue
+		}
+		if as := raw[n]; len(as) > 0 {
+			for _, a := range as {
+				add(a)
+			}
+			continue
+		}
+		missing = append(missing, n)
+	}
+	return found, missing
 }
 
 func (ix *Index) regex(pattern string, limit int, allow func(string) bool) ([]Result, error) {
@@ -121,20 +161,20 @@ func (ix *Index) regex(pattern string, limit int, allow func(string) bool) ([]Re
 	// a common pattern does not scan every description of a large catalog.
 	var out []Result
 	named := map[*doc]bool{}
-	for _, s := range ix.segs {
+	for si, s := range ix.segs {
 		if !allow(s.server) {
 			continue
 		}
 		for i := range s.docs {
-			if d := &s.docs[i]; d.nameMatches(re, lit) {
+			if d := &s.docs[i]; d.nameMatches(ix.names[si][i], re, lit) {
 				named[d] = true
-				if out = append(out, d.result(s.server, 1)); len(out) == limit {
+				if out = append(out, ix.result(si, i, 1)); len(out) == limit {
 					return out, nil
 				}
 			}
 		}
 	}
-	for _, s := range ix.segs {
+	for si, s := range ix.segs {
 		if !allow(s.server) {
 			continue
 		}
@@ -144,7 +184,7 @@ func (ix *Index) regex(pattern string, limit int, allow func(string) bool) ([]Re
 				continue
 			}
 			if re.MatchString(d.desc) {
-				if out = append(out, d.result(s.server, 0.5)); len(out) == limit {
+				if out = append(out, ix.result(si, i, 0.5)); len(out) == limit {
 					return out, nil
 				}
 			}
@@ -158,11 +198,11 @@ func (ix *Index) regex(pattern string, limit int, allow func(string) bool) ([]Re
 
 // nameMatches reports whether re matches the tool's qualified name, raw
 // name or title. lit, if set, is a literal every match contains.
-func (d *doc) nameMatches(re *regexp.Regexp, lit string) bool {
+func (d *doc) nameMatches(qualified string, re *regexp.Regexp, lit string) bool {
 	// The raw name is usually the end of the qualified one; it is matched
 	// apart for a sanitised or shortened name, and for patterns anchored
 	// at its start.
-	for _, s := range []string{d.name, d.tool, d.title} {
+	for _, s := range []string{qualified, d.tool, d.title} {
 		if s == "" || (lit != "" && foldSafe(s) && !containsFold(s, lit)) {
 			continue
 		}
@@ -238,14 +278,16 @@ func (ix *Index) results(b *best) []Result {
 	})
 	out := make([]Result, len(b.heap))
 	for i, h := range b.heap {
-		s := ix.segs[h.seg]
-		out[i] = s.docs[h.doc].result(s.server, h.score)
+		out[i] = ix.result(h.seg, h.doc, h.score)
 	}
 	return out
 }
 
-func (d *doc) result(server string, score float64) Result {
-	return Result{Name: d.name, Server: server, Tool: d.tool, Score: score, Description: firstSentence(d.desc)}
+// result is tool number i of segment si as a result.
+func (ix *Index) result(si, i int, score float64) Result {
+	s := ix.segs[si]
+	d := &s.docs[i]
+	return Result{Name: ix.names[si][i], Server: s.server, Tool: d.tool, Score: score, Description: firstSentence(d.desc)}
 }
 
 // queryTerm is one term of a free-text query with its weight (1 for the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -200,8 +201,10 @@ func TestSearchSelect(t *testing.T) {
 		// the order given, whatever the catalog order; unknown names skipped
 		{"select:mcp__github__list_issues,mcp__browser__browser_navigate", Options{}, []string{"mcp__github__list_issues", "mcp__browser__browser_navigate"}},
 		{"select: mcp__fs__read_file , nope, mcp__fs__read_file", Options{}, []string{"mcp__fs__read_file"}},
-		// raw names are not qualified names
-		{"select:read_file", Options{}, []string{}},
+		// a raw name selects the tool of that name
+		{"select:read_file", Options{}, []string{"mcp__fs__read_file"}},
+		// a tool named twice (qualified and raw) is returned once
+		{"select:mcp__fs__read_file,read_file,write_file", Options{}, []string{"mcp__fs__read_file", "mcp__fs__write_file"}},
 		// every name given, whatever the limit
 		{"select:mcp__fs__read_file,mcp__fs__write_file,mcp__fs__list_directory", Options{Limit: 1}, []string{"mcp__fs__read_file", "mcp__fs__write_file", "mcp__fs__list_directory"}},
 		// the servers filter still applies
@@ -213,6 +216,49 @@ func TestSearchSelect(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSelectMissing: Select reports the names that name no tool, and a
+// raw name that two servers use selects both tools.
+func TestSelectMissing(t *testing.T) {
+	servers := map[string][]string{
+		"a": {`{"name":"search","description":"Search a.","inputSchema":{"type":"object"}}`, `{"name":"only_a","inputSchema":{"type":"object"}}`},
+		"b": {`{"name":"search","description":"Search b.","inputSchema":{"type":"object"}}`},
+	}
+	ix := New(DefaultRanking()).Update(catalogOf(t, servers, []string{"a", "b"}))
+	tests := []struct {
+		names       []string
+		opt         Options
+		want, wantM []string
+	}{
+		{[]string{"search"}, Options{}, []string{"mcp__a__search", "mcp__b__search"}, nil},
+		{[]string{"mcp__b__search", "nope", "only_a", "mcp__a__nope"}, Options{}, []string{"mcp__b__search", "mcp__a__only_a"}, []string{"nope", "mcp__a__nope"}},
+		// a name of a server not searched is missing
+		{[]string{"search", "only_a", "mcp__a__search"}, Options{Servers: []string{"b"}}, []string{"mcp__b__search"}, []string{"only_a", "mcp__a__search"}},
+		{[]string{"nothing"}, Options{}, []string{}, []string{"nothing"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.names, ","), func(t *testing.T) {
+			found, missing := ix.Select(tt.names, tt.opt)
+			if diff := cmp.Diff(tt.want, names(found)); diff != "" {
+				t.Errorf("found (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantM, missing); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for q, want := range map[string][]string{
+		"select:a,b":            {"a", "b"},
+		" select: b , a,,b ":    {"b", "a"},
+		"select:":               nil,
+		"find select:something": nil,
+	} {
+		got, ok := SelectNames(q)
+		if wantOK := strings.Contains(q, "select:") && !strings.HasPrefix(q, "find"); ok != wantOK || !slices.Equal(got, want) {
+			t.Errorf("SelectNames(%q) = %q, %v", q, got, ok)
+		}
 	}
 }
 
@@ -407,6 +453,8 @@ func TestUpdateMatchesRebuild(t *testing.T) {
 		"reordered":    {base[3], base[2], base[1], base[0]},
 		"all replaced": {`{"name":"tail","description":"Show the end of a log file.","inputSchema":{"type":"object"}}`},
 	}
+	// Only what changed is analysed again.
+	analysed := map[string]int{"one changed": 1, "one added": 1, "one removed": 0, "reordered": 0, "all replaced": 1}
 	queries := []string{"file", "delete a file", "rename", "read the log", "replace a file", "/file/", "select:mcp__fs__read_file,mcp__fs__tail"}
 	for name, fs := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -415,6 +463,9 @@ func TestUpdateMatchesRebuild(t *testing.T) {
 			servers["fs"] = fs
 			tools := catalogOf(t, servers, fixedOrder)
 			updated := v1.Update(tools)
+			if got := updated.Analysed(); got != analysed[name] {
+				t.Errorf("update analysed %d tools, want %d", got, analysed[name])
+			}
 			rebuilt := New(DefaultRanking()).Update(tools)
 			for _, q := range queries {
 				if diff := cmp.Diff(mustSearch(t, rebuilt, q, Options{Limit: 20}), mustSearch(t, updated, q, Options{Limit: 20})); diff != "" {
