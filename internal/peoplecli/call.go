@@ -89,7 +89,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	if code, done := parseFlags(env, "call", fs, args, 1, -1); done {
+	if code, done := parseFlags(&env, "call", fs, args, 1, -1); done {
 		return code
 	}
 	usage := func(format string, a ...any) int {

@@ -195,7 +195,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	strict := fs.Bool("strict", false, "exit 1 when any enabled server fails to start, not only a required one (for CI)")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable) to probe and judge per server")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	if code, done := parseFlags(env, "doctor", fs, args, 0, 0); done {
+	if code, done := parseFlags(&env, "doctor", fs, args, 0, 0); done {
 		return code
 	}
 	l, err := src.load(env)

@@ -104,13 +104,21 @@ func describeRPCError(err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message}
+	re := &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message, server: pe.Data.Server}
+	if pe.Data.ServerCode != nil {
+		re.serverCode = *pe.Data.ServerCode
+	}
+	return re
 }
 
 type rpcError struct {
 	code int64
 	kind string
 	msg  string
+	// server is the server the error concerns, if one; serverCode the
+	// server's own JSON-RPC code, for a server_error.
+	server     string
+	serverCode int64
 }
 
 func (e *rpcError) Error() string { return e.msg }

@@ -65,7 +65,7 @@ func Login(ctx context.Context, env Env, args []string) int {
 	fs.StringVar(&src.url, "url", "", "authorize a server without a config: its `URL`")
 	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the authorization in the browser, a `DURATION`")
 	noBrowser := fs.Bool("no-browser", false, "only print the URL; do not open a browser")
-	if code, done := parseFlags(env, "login", fs, args, 0, 1); done {
+	if code, done := parseFlags(&env, "login", fs, args, 0, 1); done {
 		return code
 	}
 	l, name, code := loginTarget(env, "login", &src, fs.Args())
@@ -125,7 +125,7 @@ func Logout(ctx context.Context, env Env, args []string) int {
 	var src serverFlags
 	fs.StringArrayVar(&src.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
 	fs.StringVar(&src.url, "url", "", "a server without a config: its `URL`")
-	if code, done := parseFlags(env, "logout", fs, args, 0, 1); done {
+	if code, done := parseFlags(&env, "logout", fs, args, 0, 1); done {
 		return code
 	}
 	l, name, code := loginTarget(env, "logout", &src, fs.Args())

@@ -39,6 +39,11 @@ type Env struct {
 	// in-process sidecar against the protocol schema (tests set it; see
 	// schema.Checker). A command runs one sidecar at a time.
 	Checker *schema.Checker
+
+	// The person's choices from the flags every command for people has
+	// (--no-color, --verbose), set by parseFlags.
+	noColor bool
+	verbose bool
 }
 
 func (e Env) lookup(key string) (string, bool) {

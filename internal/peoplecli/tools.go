@@ -85,7 +85,7 @@ func Tools(ctx context.Context, env Env, args []string) int {
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
 	query := fs.String("search", "", "rank the catalog for `QUERY` (tools/search) instead of listing it")
 	limit := fs.Int("limit", 0, "with --search, the most results `N` (default 5)")
-	if code, done := parseFlags(env, "tools", fs, args, 0, 0); done {
+	if code, done := parseFlags(&env, "tools", fs, args, 0, 0); done {
 		return code
 	}
 	stderr := &lockedWriter{w: env.Stderr}
