@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
 // resolveTool finds the tool a person named: the raw name on server, or a
@@ -39,11 +40,13 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 	}
 	var msg string
 	if server != "" {
-		msg = fmt.Sprintf("server %q has no tool %q", server, name)
-		if r := sess.run(server); r.status == "failed" {
-			msg = fmt.Sprintf("server %q did not start: %s", server, errorSummary(r.err))
-			return listedTool{}, msg
+		switch r := sess.run(server); r.status {
+		case protocol.StatusFailed:
+			return listedTool{}, fmt.Sprintf("server %q did not start: %s", server, errorSummary(r.err))
+		case protocol.StatusNeedsAuthorization:
+			return listedTool{}, fmt.Sprintf("server %q needs authorization: %s", server, sess.l.loginHint(server))
 		}
+		msg = fmt.Sprintf("server %q has no tool %q", server, name)
 	} else {
 		msg = fmt.Sprintf("no server has a tool %q", name)
 	}
@@ -52,10 +55,17 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 	}
 	if server == "" {
 		// A server that did not start may be the one that has it.
+		var why []string
 		for _, st := range list.Servers {
-			if r := sess.run(st.Name); r.status == "failed" {
-				msg += fmt.Sprintf("; server %q did not start: %s", st.Name, errorSummary(r.err))
+			switch r := sess.run(st.Name); r.status {
+			case protocol.StatusFailed:
+				why = append(why, fmt.Sprintf("server %q did not start: %s", st.Name, errorSummary(r.err)))
+			case protocol.StatusNeedsAuthorization:
+				why = append(why, fmt.Sprintf("server %q needs authorization: %s", st.Name, sess.l.loginHint(st.Name)))
 			}
+		}
+		if len(why) > 0 {
+			msg = strings.Replace(msg, "no server has", "no server that started has", 1) + "; " + strings.Join(why, "; ")
 		}
 	}
 	return listedTool{}, msg + "; 'mcp-sidecar tools' lists them"

@@ -265,7 +265,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	})
 
 	if callErr != nil {
-		return fail(ctx, stderr, "call", callError(callErr, server, tool, *timeout))
+		return fail(ctx, stderr, "call", callError(callErr, sess.l, server, tool, *timeout))
 	}
 	var res struct {
 		Content    []json.RawMessage `json:"content"`
@@ -294,12 +294,15 @@ func Call(ctx context.Context, env Env, args []string) int {
 
 // callError is a failed call's error for people. The sidecar names the
 // bound it applied as the host gave it (timeoutMs): for a person it is
-// --timeout.
-func callError(err error, server, tool string, timeout time.Duration) error {
+// --timeout. A server that asks for authorization gets the login command.
+func callError(err error, l *loaded, server, tool string, timeout time.Duration) error {
 	err = describeRPCError(err)
 	var re *rpcError
-	if errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0 {
+	switch {
+	case errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0:
 		return fmt.Errorf("tool %q of server %q did not answer within %s (--timeout)", tool, server, timeout)
+	case errors.As(err, &re) && re.kind == protocol.KindNeedsAuthorization:
+		return fmt.Errorf("server %q needs authorization: %s", server, l.loginHint(server))
 	}
 	return err
 }

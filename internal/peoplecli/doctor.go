@@ -184,6 +184,10 @@ type doctorServer struct {
 	// Authorization is the OAuth state of a server that is authorized or
 	// needs authorization (never a token).
 	Authorization *protocol.ServerAuthorization `json:"authorization,omitempty"`
+	// Login is the command that authorizes a server that uses OAuth, as
+	// login takes it from this command line; loginHint says it in words.
+	Login     string `json:"login,omitempty"`
+	loginHint string
 }
 
 // Doctor runs the doctor command.
@@ -323,8 +327,11 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
 		ds.Authorization = st.Authorization
+		if st.Authorization != nil || ds.Status == protocol.StatusNeedsAuthorization {
+			ds.Login, ds.loginHint = l.loginCommand(name), l.loginHint(name)
+		}
 		if ds.Status == protocol.StatusNeedsAuthorization {
-			ds.Error = fmt.Sprintf("needs authorization: run 'mcp-sidecar login %s'", name)
+			ds.Error = "needs authorization: " + ds.loginHint
 			if cfg.Required || *strict {
 				rep.OK = false
 			}
@@ -507,7 +514,7 @@ func printAuthorizations(w io.Writer, servers []doctorServer, now time.Time) {
 		case a != nil && a.Authorized:
 			lines = append(lines, fmt.Sprintf("  %s: authorized (%s)", s.Name, describeToken(a, now)))
 		case s.Status == protocol.StatusNeedsAuthorization || a != nil:
-			lines = append(lines, fmt.Sprintf("  %s: not authorized: run 'mcp-sidecar login %s'", s.Name, s.Name))
+			lines = append(lines, fmt.Sprintf("  %s: not authorized: %s", s.Name, s.loginHint))
 		}
 	}
 	if len(lines) > 0 {

@@ -100,7 +100,7 @@ func (s *session) readyServers(ctx context.Context, w io.Writer, cmd string) ([]
 			if why == "" {
 				why = s.run(srv.Name).err
 			}
-			fmt.Fprintf(w, "mcp-sidecar %s: %s\n", cmd, notStarted(srv, why))
+			fmt.Fprintf(w, "mcp-sidecar %s: %s\n", cmd, s.notStarted(srv, why))
 		}
 	}
 	return ready, nil
@@ -108,9 +108,9 @@ func (s *session) readyServers(ctx context.Context, w io.Writer, cmd string) ([]
 
 // notStarted says why a server of the session is not ready, and for one
 // that needs authorization how to give it.
-func notStarted(srv protocol.ServerStatus, why string) string {
+func (s *session) notStarted(srv protocol.ServerStatus, why string) string {
 	if srv.State == protocol.StateNeedsAuthorization {
-		return fmt.Sprintf("server %q needs authorization", srv.Name)
+		return fmt.Sprintf("server %q needs authorization: %s", srv.Name, s.l.loginHint(srv.Name))
 	}
 	return fmt.Sprintf("server %q is %s: %s", srv.Name, srv.State, errorSummary(why))
 }

@@ -59,6 +59,7 @@ func (r *serverRun) elapsed() time.Duration {
 // round-0 startup has completed.
 type session struct {
 	h       *host
+	l       *loaded
 	id      string
 	init    protocol.InitializeResult
 	opened  []protocol.ServerState
@@ -112,7 +113,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 			return opts.authorize(ctx, p)
 		}
 	}
-	s := &session{runs: map[string]*serverRun{}}
+	s := &session{l: l, runs: map[string]*serverRun{}}
 	complete := make(chan struct{})
 	var completeOnce sync.Once
 	s.h = startHost(ctx, env, opts.logOut, onRequest)

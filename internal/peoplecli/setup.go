@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // loaded is the user's configuration as the commands see it.
@@ -22,8 +23,9 @@ type loaded struct {
 	// given are the --config files; nil when the files were discovered
 	// or the server was given on the command line.
 	given []string
-	// inline is the server given with --command or --url.
+	// inline is the server given with --command or --url; url is --url.
 	inline json.RawMessage
+	url    string
 	// sources were read, in order; looked are the places discovery
 	// considered (when neither --config nor a server was given).
 	sources []config.Source
@@ -99,6 +101,46 @@ func trustFix(us []config.Untrusted) string {
 		parts = append(parts, "a server declined in Claude Code runs once it is taken out of disabledMcpjsonServers")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// loginCommand is the command that authorizes server name, as login
+// takes it from this command line: the server's name with the same
+// --config files (or --trust-project), or the URL given with --url. A URL
+// with a secret in it is not repeated: the person gives it again.
+func (l *loaded) loginCommand(name string) string {
+	if l.url != "" {
+		if redact.URL(l.url) != l.url {
+			return "mcp-sidecar login --url URL"
+		}
+		return "mcp-sidecar login --url " + shellWord(l.url)
+	}
+	words := []string{"mcp-sidecar", "login", shellWord(name)}
+	for _, f := range l.given {
+		words = append(words, "--config", shellWord(f))
+	}
+	if l.trustProject {
+		words = append(words, "--trust-project")
+	}
+	return strings.Join(words, " ")
+}
+
+// loginHint says how to authorize server name.
+func (l *loaded) loginHint(name string) string {
+	hint := "run '" + l.loginCommand(name) + "'"
+	if l.url != "" && redact.URL(l.url) != l.url {
+		hint += " with the URL you gave"
+	}
+	return hint
+}
+
+// shellWord is s as a shell word: as it is when it needs no quoting,
+// else in double quotes (the commands it goes in are shown in single
+// quotes).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(s) + `"`
 }
 
 // invalid reports the errors of server name's definition.
@@ -200,7 +242,7 @@ func (f *serverFlags) load(env Env) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{inline: inline, cwd: env.Cwd}
+	l := &loaded{inline: inline, url: f.url, cwd: env.Cwd}
 	l.cfg = config.LoadAs(nil, inline, commandLine, env.lookup)
 	l.servers = l.cfg.Valid()
 	l.names = l.cfg.Names()

@@ -189,7 +189,12 @@ func Tools(ctx context.Context, env Env, args []string) int {
 		if ts.Error == "" && sc.State == protocol.StateFailed {
 			ts.Error = sess.run(sc.Name).err
 		}
-		if sc.State == protocol.StateFailed {
+		if sc.State == protocol.StateNeedsAuthorization {
+			// The sidecar's error has the authorization URL of a flow
+			// that ends with this command: login runs one that lasts.
+			ts.Error = "needs authorization: " + l.loginHint(sc.Name)
+		}
+		if sc.State == protocol.StateFailed || sc.State == protocol.StateNeedsAuthorization {
 			status = exitFailure // the report says why
 		}
 		rep.Servers = append(rep.Servers, ts)
@@ -217,7 +222,9 @@ func printTools(w io.Writer, rep toolsReport, tools []listedTool, now time.Time)
 		if s.Cache.State == "unusable" {
 			fmt.Fprintf(w, "  cache: %s\n", s.Cache.Reason)
 		}
-		if s.Error != "" {
+		if s.State == protocol.StateNeedsAuthorization {
+			fmt.Fprintf(w, "  %s\n", s.Error)
+		} else if s.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", errorSummary(s.Error))
 			if l := lastStderrLine(s.Error, ""); l != "" {
 				fmt.Fprintf(w, "  last stderr line: %s\n", l)
