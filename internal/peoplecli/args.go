@@ -209,3 +209,35 @@ func typedValue(key, value string, prop propertySchema) (json.RawMessage, error)
 	}
 	return nil, fmt.Errorf("argument %q: want %s, got %q", key, want, value)
 }
+
+// missingArguments are the names the input schema requires that the
+// arguments object lacks, in the schema's order.
+func missingArguments(arguments json.RawMessage, inputSchema json.RawMessage) []string {
+	var schema struct {
+		Required []string `json:"required"`
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(inputSchema, &schema) != nil || json.Unmarshal(arguments, &args) != nil {
+		return nil
+	}
+	var missing []string
+	for _, name := range schema.Required {
+		if _, ok := args[name]; !ok && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// argumentList names arguments in words: the argument "a", the arguments
+// "a" and "b", the arguments "a", "b" and "c".
+func argumentList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if len(quoted) == 1 {
+		return "the argument " + quoted[0]
+	}
+	return "the arguments " + strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+}

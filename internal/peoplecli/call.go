@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -38,13 +39,17 @@ ARGS are the tool's arguments, either
   -               one JSON object read from stdin
 Without ARGS the tool gets {}.
 
+Arguments the tool's input schema requires are checked before the call:
+a missing one is named, with the tool's signature, and nothing is sent.
+
 The result is shown readably: text content as text, other content
-summarised, structuredContent as indented JSON, and isError said plainly.
-Then comes the _meta the server received. The sidecar does not echo it, so
-it is recomputed with the function the sidecar uses (sandbox.BuildMeta)
-from the same inputs: your --meta entries, the --sandbox-state policy, the
-sandbox capability the server advertised (from servers/status) and the
-launcher (--launcher, if it passed the probe, and only for stdio servers).
+summarised, structuredContent as indented JSON (once: a text block that is
+its JSON is not shown again), and isError said plainly. Then comes the
+_meta the server received. The sidecar does not echo it, so it is worked
+out the way the sidecar builds it, from the same inputs: your --meta
+entries, the --sandbox-state policy, the sandbox capability the server
+advertised and the launcher (--launcher, if it passed the probe, and only
+for stdio servers).
 The sandbox keys (codex/sandbox-state, its copy codex/sandbox-state-meta,
 codex/sandbox-launcher) go only to servers that advertise
 codex/sandbox-state; the policy is sent as the bytes in FILE.
@@ -217,6 +222,10 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return exitUsage
 		}
 	}
+	if missing := missingArguments(arguments, target.InputSchema); len(missing) > 0 {
+		fmt.Fprintf(stderr, "mcp-sidecar call: tool %q needs %s: %s\n", tool, argumentList(missing), signature(tool, target.InputSchema))
+		return exitUsage
+	}
 	if *showProgress {
 		sess.h.onNotification(func(n hostclient.Notification) {
 			if n.Method != protocol.NotifyProgress {
@@ -311,7 +320,15 @@ func printResult(w io.Writer, content []json.RawMessage, structured json.RawMess
 	if isError {
 		fmt.Fprintln(w, "The tool ran and reported an error (isError: true):")
 	}
+	hasStructured := len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null"
+	shown := 0
 	for _, c := range content {
+		// MCP has a tool that returns structuredContent send its JSON as
+		// text too: that text is the same thing, shown once below.
+		if hasStructured && sameJSONText(c, structured) {
+			continue
+		}
+		shown++
 		var item struct {
 			Type     string `json:"type"`
 			Text     string `json:"text"`
@@ -350,14 +367,46 @@ func printResult(w io.Writer, content []json.RawMessage, structured json.RawMess
 			fmt.Fprintf(w, "%s\n", c)
 		}
 	}
-	if len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null" {
+	switch {
+	case hasStructured && shown == 0:
+		fmt.Fprintln(w, indentJSON(structured, ""))
+	case hasStructured:
 		fmt.Fprintln(w, "\nstructuredContent:")
 		fmt.Fprintln(w, indentJSON(structured, "  "))
 	}
 }
 
+// sameJSONText reports whether content is a text block whose text is the
+// JSON value structured (the same value: whitespace, key order and number
+// spelling aside).
+func sameJSONText(content, structured json.RawMessage) bool {
+	var item struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &item) != nil || item.Type != "text" {
+		return false
+	}
+	var a, b any
+	if !decodeNumbers(item.Text, &a) || !decodeNumbers(string(structured), &b) {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// decodeNumbers decodes one JSON value into v, numbers as json.Number.
+func decodeNumbers(s string, v *any) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if dec.Decode(v) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF)
+}
+
 func printMeta(w io.Writer, server string, meta map[string]any, dropped []string, c sandbox.Capability, state json.RawMessage, launcher string, ls protocol.LauncherStatus) {
-	fmt.Fprintf(w, "\n_meta sent to %s (recomputed with sandbox.BuildMeta from this call's inputs):\n", server)
+	fmt.Fprintf(w, "\n_meta sent to %s:\n", server)
 	if len(meta) == 0 {
 		fmt.Fprintln(w, "  none")
 	}
