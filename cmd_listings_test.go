@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 )
 
@@ -91,5 +93,90 @@ func TestBinaryListingsSkipServersWithoutTheCapability(t *testing.T) {
 				t.Errorf("%q: %q in what people read:\n%s", tc.args, bad, r)
 			}
 		}
+	}
+}
+
+// TestBinaryList: 'mcp-sidecar list' lists the servers, as 'claude mcp
+// list' and 'codex mcp list' do (not the tools, which 'tools' lists):
+// each with whether it started, its tool count, transport and the file
+// that defines it; why a server did not start below the table; exit 1
+// when one did not, as tools. Before, list was an unknown command.
+func TestBinaryList(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t,
+		server{name: "ok", spec: fixture.Spec{ToolCount: 2}},
+		server{name: "down", spec: fixture.Spec{ExitAtStart: true}},
+	)
+	r := runBin(t, nil, "list", "--config", cfg)
+	if r.code != 1 {
+		t.Errorf("want exit 1 with a server down: %s", r)
+	}
+	rows := tableRows(t, r.stdout, "NAME ")
+	if diff := cmp.Diff([]string{"ok", "ready", "2", "stdio", cfg}, rows["ok"]); diff != "" {
+		t.Errorf("row ok (-want +got):\n%s\n%s", diff, r)
+	}
+	if diff := cmp.Diff([]string{"down", "failed", "-", "stdio", cfg}, rows["down"]); diff != "" {
+		t.Errorf("row down (-want +got):\n%s\n%s", diff, r)
+	}
+	for _, want := range []string{"\n  down: server \"down\" failed to start: exited during startup", "\nTheir tools: mcp-sidecar tools."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r)
+		}
+	}
+	if r := runBin(t, nil, "list", "--server", "ok", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "ok  ") || strings.Contains(r.stdout, "down") {
+		t.Errorf("list --server ok: %s", r)
+	}
+	r = runBin(t, nil, "list", "--json", "--config", cfg)
+	var doc struct {
+		Servers []struct{ Name, State, Source string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Servers) != 2 || doc.Servers[1].Name != "ok" || doc.Servers[1].Source != cfg {
+		t.Errorf("list --json: %v\n%s", err, r)
+	}
+	if r := runBin(t, nil, "--help"); !strings.Contains(r.stdout, "mcp-sidecar list ") {
+		t.Errorf("--help lacks list:\n%s", r)
+	}
+}
+
+// TestBinaryVerboseAndStartupTimeout: -v shows the config files read, each
+// server's startup and its stderr lines (none of it without -v);
+// --startup-timeout bounds every server's startup in place of its
+// startup_timeout_sec, shorter or longer, and messages name the flag.
+func TestBinaryVerboseAndStartupTimeout(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "chatty", spec: fixture.Spec{ToolCount: 1, StderrLines: []string{"chatty: listening"}}})
+	verbose := []string{"Config files read (later ones win):\n  " + cfg + ": chatty\n", "chatty  ready ", `server "chatty" stderr: chatty: listening`}
+	for _, args := range [][]string{{"tools", "-v"}, {"call", "--verbose", "tool_0"}, {"resources", "-v"}} {
+		r := runBin(t, nil, append(args, "--config", cfg)...)
+		for _, want := range verbose {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%q: stderr lacks %q:\n%s", args, want, r)
+			}
+		}
+		r = runBin(t, nil, append(args[:1:1], "--config", cfg)...)
+		for _, unwanted := range verbose {
+			if strings.Contains(r.stderr, unwanted) {
+				t.Errorf("%q without -v: stderr has %q:\n%s", args[:1], unwanted, r)
+			}
+		}
+	}
+
+	slow := writeConfig(t, server{name: "slow", spec: fixture.Spec{ToolCount: 1, StartDelayMs: 1500}, extra: map[string]any{"startup_timeout_sec": 0.5}})
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"list"}, 1, "within startup_timeout_sec (0.5 s)"},
+		{[]string{"list", "--startup-timeout", "60s"}, 0, "slow  ready"},
+		{[]string{"list", "--startup-timeout", "200ms"}, 1, "within --startup-timeout (0.2 s)"},
+	} {
+		r := runBin(t, nil, append(tc.args, "--config", slow)...)
+		if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("%q: want exit %d and %q:\n%s", tc.args, tc.code, tc.want, r)
+		}
+	}
+	if r := runBin(t, nil, "list", "--startup-timeout", "-1s", "--config", slow); r.code != 2 {
+		t.Errorf("a negative --startup-timeout: %s", r)
 	}
 }

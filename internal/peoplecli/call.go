@@ -196,7 +196,14 @@ func Call(ctx context.Context, env Env, args []string) int {
 		return exitFailure
 	}
 
-	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr})
+	if env.verbose {
+		l.describeSources(stderr)
+	}
+	prog := startupProgress(env, stderr, l.started(only), env.verbose)
+	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr, progress: prog})
+	if prog != nil {
+		prog.finish()
+	}
 	if err != nil {
 		return fail(ctx, stderr, "call", err)
 	}
@@ -248,7 +255,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 		params.Meta = hostMeta
 	}
 	var raw json.RawMessage
-	callErr := sess.h.client.Call(ctx, protocol.MethodToolsCall, params, &raw)
+	callErr := sess.h.call(ctx, protocol.MethodToolsCall, params, &raw)
 
 	// What the server received, recomputed from the same inputs.
 	st, err := sess.status(ctx)
@@ -292,7 +299,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return exitFailure
 		}
 	} else {
-		printResult(env.Stdout, res.Content, res.Structured, res.IsError)
+		printResult(env.Stdout, res.Content, res.Structured, res.IsError, newPainter(env, env.Stdout))
 		printMeta(env.Stdout, server, meta, dropped, capability, state, *launcher, sess.init.Launcher)
 	}
 	if res.IsError {
@@ -316,9 +323,9 @@ func callError(err error, l *loaded, server, tool string, timeout time.Duration)
 	return err
 }
 
-func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool) {
+func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool, p painter) {
 	if isError {
-		fmt.Fprintln(w, "The tool ran and reported an error (isError: true):")
+		fmt.Fprintln(w, p.paint(red, "The tool ran and reported an error (isError: true):"))
 	}
 	hasStructured := len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null"
 	shown := 0

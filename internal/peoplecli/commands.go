@@ -30,6 +30,7 @@ func commands() []command {
 	return []command{
 		{"serve", "[serve] [flags]", "speak the host protocol on stdin/stdout (what harnesses spawn)", ServeDoc, Serve, false},
 		{"doctor", "doctor [flags]", "check the MCP servers of your config: start each, show a table", DoctorDoc, Doctor, true},
+		{"list", "list [flags]", "list your servers: started or not, tool count, where each is defined", ListDoc, List, true},
 		{"tools", "tools [flags]", "list the tools of your servers with their signatures", ToolsDoc, Tools, true},
 		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call, true},
 		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources, true},

@@ -1,6 +1,7 @@
 package peoplecli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -357,7 +358,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 			return fail(ctx, stderr, "doctor", err)
 		}
 	} else {
-		printDoctorTable(env.Stdout, rep)
+		printDoctorTable(env.Stdout, rep, newPainter(env, env.Stdout))
 	}
 	if !rep.OK {
 		return exitFailure
@@ -381,12 +382,13 @@ func printProblems(w io.Writer, l *loaded) {
 	fmt.Fprintln(w)
 }
 
-func printDoctorTable(w io.Writer, rep doctorReport) {
+func printDoctorTable(w io.Writer, rep doctorReport, p painter) {
 	if len(rep.Servers) == 0 {
 		fmt.Fprintln(w, "No MCP servers configured.")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tSTARTUP\tTOOLS\tBYTES\t~TOKENS\tSANDBOX\tLAUNCHER\tLAST STDERR")
 	dash := func(p *int) string {
 		if p == nil {
@@ -416,6 +418,7 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
 	}
 	tw.Flush()
+	fmt.Fprint(w, p.column(table.String(), "STATUS", stateColour))
 	fmt.Fprintf(w, "\n* required. ~TOKENS is the sidecar's estimate: %d for the whole catalog.\n", rep.TokensEstimate)
 	fmt.Fprintf(w, "Launcher: %s", rep.Launcher.Status)
 	if rep.Launcher.Reason == noCandidate {

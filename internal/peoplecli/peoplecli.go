@@ -1,7 +1,7 @@
 // Package peoplecli is the binary's command line: its command table (serve,
-// what harnesses spawn; the commands for people: doctor, tools, call,
-// resources, prompts, login, logout, probe-launcher; and demo,
-// example-server, version, help). The commands for people drive
+// what harnesses spawn; the commands for people: doctor, list, tools,
+// call, resources, prompts, login, logout, probe-launcher, completion;
+// and demo, example-server, version, help). The commands for people drive
 // an in-process sidecar through the host protocol (sidecar.Serve over
 // pipes, spoken to by hostclient), so what a person sees is what a harness
 // gets: the same config loading, startup, catalog, calls and sandbox

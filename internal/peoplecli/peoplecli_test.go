@@ -93,7 +93,7 @@ func TestExplainProbe(t *testing.T) {
 func TestTTYProgress(t *testing.T) {
 	var buf bytes.Buffer
 	w := &lockedWriter{w: &buf}
-	p := newTTYProgress(w, []string{"a", "bb"}, 40)
+	p := newTTYProgress(w, []string{"a", "bb"}, 40, painter{})
 	p.add("a", "starting")
 	p.add("bb", "starting")
 	tools := 3

@@ -74,7 +74,14 @@ func serverSession(ctx context.Context, env Env, cmd string, src *serverFlags, o
 		fmt.Fprintf(stderr, "mcp-sidecar %s: no valid server in the config\n", cmd)
 		return nil, nil, exitFailure, false
 	}
-	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, cacheDir), only: only, logOut: stderr})
+	if env.verbose {
+		l.describeSources(stderr)
+	}
+	prog := startupProgress(env, stderr, l.started(only), env.verbose)
+	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, cacheDir), only: only, logOut: stderr, progress: prog})
+	if prog != nil {
+		prog.finish()
+	}
 	if err != nil {
 		return nil, nil, fail(ctx, stderr, cmd, err), false
 	}
@@ -550,7 +557,7 @@ func printPromptMessages(w io.Writer, res json.RawMessage) {
 	}
 	for _, m := range r.Messages {
 		fmt.Fprintf(w, "%s:\n", m.Role)
-		printResult(indentWriter{w}, []json.RawMessage{m.Content}, nil, false)
+		printResult(indentWriter{w}, []json.RawMessage{m.Content}, nil, false, painter{})
 	}
 }
 

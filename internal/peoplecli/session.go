@@ -116,7 +116,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	s := &session{l: l, runs: map[string]*serverRun{}}
 	complete := make(chan struct{})
 	var completeOnce sync.Once
-	s.h = startHost(ctx, env, opts.logOut, onRequest)
+	s.h = startHost(ctx, env, opts.logOut, onRequest, l.startupTimeout)
 	if opts.quietStdout {
 		s.h.log.setQuietStdout()
 	}
@@ -143,7 +143,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 			if p.Status == protocol.StatusStarting {
 				r.began, r.ended, r.err = now, time.Time{}, ""
 			} else {
-				r.ended, r.err = now, p.Error
+				r.ended, r.err = now, s.h.say(p.Error)
 			}
 			cp := *r
 			s.mu.Unlock()
@@ -161,7 +161,13 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 			completeOnce.Do(func() { close(complete) })
 		case protocol.NotifyLog:
 			var p protocol.LogParams
-			if json.Unmarshal(n.Params, &p) != nil || p.Level != "stderr" {
+			if json.Unmarshal(n.Params, &p) != nil {
+				return
+			}
+			if env.verbose {
+				s.h.log.line(describeServerLog(p))
+			}
+			if p.Level != "stderr" {
 				return
 			}
 			var line string
@@ -238,6 +244,9 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 	if err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res); err != nil {
 		return toolsListing{}, fmt.Errorf("listing the tools: %w", err)
 	}
+	for i := range res.Servers {
+		res.Servers[i].Error = s.h.say(res.Servers[i].Error)
+	}
 	out := toolsListing{Servers: res.Servers, Tools: make([]listedTool, 0, len(res.Tools))}
 	for _, raw := range res.Tools {
 		var t protocol.Tool
@@ -253,6 +262,9 @@ func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, err
 	var res protocol.ServersStatusResult
 	if err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res); err != nil {
 		return res, fmt.Errorf("reading the servers' state: %w", err)
+	}
+	for i := range res.Servers {
+		res.Servers[i].LastError = s.h.say(res.Servers[i].LastError)
 	}
 	return res, nil
 }
@@ -301,4 +313,21 @@ func firstLine(s string) string {
 func errorSummary(errText string) string {
 	head, _, _ := strings.Cut(errText, "; stderr:\n")
 	return firstLine(head)
+}
+
+// describeServerLog is a line of a server's stderr, or a log message it
+// sent, for --verbose: "server "x" stderr: ...", "server "x" log (info): ...".
+func describeServerLog(p protocol.LogParams) string {
+	var text string
+	if json.Unmarshal(p.Data, &text) != nil {
+		text = string(p.Data) // structured data, as the server sent it
+	}
+	text = strings.TrimRight(text, "\r\n")
+	switch {
+	case p.Server == "":
+		return fmt.Sprintf("sidecar (%s): %s\n", p.Level, text)
+	case p.Level == "stderr":
+		return fmt.Sprintf("server %q stderr: %s\n", p.Server, text)
+	}
+	return fmt.Sprintf("server %q log (%s): %s\n", p.Server, p.Level, text)
 }

@@ -37,6 +37,9 @@ type loaded struct {
 	// trustProject runs the project's servers no recorded approval
 	// covers (--trust-project).
 	trustProject bool
+	// startupTimeout bounds every server's startup in place of its
+	// startup_timeout_sec (--startup-timeout); 0: the config's.
+	startupTimeout time.Duration
 }
 
 // untrusted are the project servers that no recorded approval covers
@@ -143,6 +146,21 @@ func shellWord(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(s) + `"`
 }
 
+// started are the servers a session of only (nil: all) starts: the
+// valid ones, in order.
+func (l *loaded) started(only []string) []string {
+	if only != nil {
+		return only
+	}
+	var names []string
+	for _, n := range l.names {
+		if l.servers[n] != nil {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // invalid reports the errors of server name's definition.
 func (l *loaded) invalid(name string) []*config.Error {
 	if c := l.cfg.Servers[name]; c != nil {
@@ -173,12 +191,13 @@ func (l *loaded) usedProblems(only []string) config.Errors {
 // files (--config), or one server given on the command line (--command or
 // --url, with --header and --name), else the files discovery finds.
 type serverFlags struct {
-	config       []string
-	command      string
-	url          string
-	headers      []string
-	name         string
-	trustProject bool
+	config         []string
+	command        string
+	url            string
+	headers        []string
+	name           string
+	trustProject   bool
+	startupTimeout time.Duration
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -188,10 +207,23 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
 	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "run this once the servers of the project's own files that you have not approved in their tool")
+	fs.DurationVar(&f.startupTimeout, "startup-timeout", 0, "how long each server may take to start, a `DURATION` such as 90s (default: its startup_timeout_sec, else 30s)")
 }
 
 // load reads the configuration the flags name.
 func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.startupTimeout < 0 {
+		return nil, fmt.Errorf("--startup-timeout must not be negative")
+	}
+	l, err := f.loadServers(env)
+	if err != nil {
+		return nil, err
+	}
+	l.startupTimeout = f.startupTimeout
+	return l, nil
+}
+
+func (f *serverFlags) loadServers(env Env) (*loaded, error) {
 	if f.trustProject && (len(f.config) > 0 || f.command != "" || f.url != "") {
 		return nil, fmt.Errorf("--trust-project is for the files found in the project; --config, --command and --url are always used")
 	}
