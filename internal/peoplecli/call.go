@@ -54,8 +54,14 @@ The sandbox keys (codex/sandbox-state, its copy codex/sandbox-state-meta,
 codex/sandbox-launcher) go only to servers that advertise
 codex/sandbox-state; the policy is sent as the bytes in FILE.
 
-Servers that ask the user (elicitation) or for roots are told the host
-handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
+On a terminal, the tool's progress is shown on one line of stderr while it
+runs (--progress=false: not at all; elsewhere, --progress prints each
+notification as a line), and when a server asks the user something
+(elicitation) the form is asked there, field by field, each answer checked
+against the field's type, then "Send this to SERVER? [Y/n]" (n declines,
+Ctrl-D cancels). Without a terminal on stdin and stderr (or with the
+arguments read from stdin), servers are told the user cannot be asked;
+no server is offered roots. Exit status: 0 when the tool ran and succeeded, 1 for an
 error or an isError result (a config error or failed startup of another
 server does not count: 'mcp-sidecar doctor' shows those), 2 for a bad
 command line, 130 when interrupted.
@@ -91,7 +97,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
 	timeout := fs.Duration("timeout", 0, "how long the call may take, a `DURATION` such as 30s (default: the server's tool_timeout_sec)")
-	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
+	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr (on a terminal: always, on one line; --progress=false: never)")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
 	if code, done := parseFlags(&env, "call", fs, args, 1, -1); done {
@@ -159,14 +165,30 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return usage("--meta must be one JSON object")
 		}
 	}
-	if *showProgress {
+	// On a terminal, progress is shown on one line, redrawn, unless
+	// --progress=false; elsewhere as lines, with --progress.
+	liveProgress := IsTerminal(env.Stderr, env.lookup) && (*showProgress || !fs.Changed("progress"))
+	plainProgress := *showProgress && !liveProgress
+	if liveProgress || plainProgress {
 		hostMeta["progressToken"] = json.RawMessage(`"mcp-sidecar-call"`)
 	}
+	// A server's questions are asked on the terminal: stdin to answer,
+	// stderr to ask (stdout stays the result's).
+	askOnTerminal := !stdinUsed && *stateFile != "-" && IsTerminal(env.Stdin, env.lookup) && IsTerminal(env.Stderr, env.lookup)
 	if *timeout < 0 {
 		return usage("--timeout must not be negative")
 	}
 
 	stderr := &lockedWriter{w: env.Stderr}
+	var con *console
+	if liveProgress || askOnTerminal {
+		var in *lineInput
+		if askOnTerminal {
+			in = newLineInput(env.Stdin)
+		}
+		con = newConsole(env, in)
+		stderr = &lockedWriter{w: con}
+	}
 	l, err := src.load(env)
 	if err != nil {
 		return usage("%v", err)
@@ -200,7 +222,11 @@ func Call(ctx context.Context, env Env, args []string) int {
 		l.describeSources(stderr)
 	}
 	prog := startupProgress(env, stderr, l.started(only), env.verbose)
-	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr, progress: prog})
+	opts := sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr, progress: prog}
+	if askOnTerminal {
+		opts.elicit = con.elicit
+	}
+	sess, err := openSession(ctx, env, l, opts)
 	if prog != nil {
 		prog.finish()
 	}
@@ -233,7 +259,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(stderr, "mcp-sidecar call: tool %q needs %s: %s\n", tool, argumentList(missing), signature(tool, target.InputSchema))
 		return exitUsage
 	}
-	if *showProgress {
+	if liveProgress || plainProgress {
 		sess.h.onNotification(func(n hostclient.Notification) {
 			if n.Method != protocol.NotifyProgress {
 				return
@@ -242,11 +268,11 @@ func Call(ctx context.Context, env Env, args []string) int {
 			if json.Unmarshal(n.Params, &p) != nil {
 				return
 			}
-			total := ""
-			if p.Value.Total != nil {
-				total = fmt.Sprintf("/%g", *p.Value.Total)
+			if liveProgress {
+				con.progress(p.Value)
+			} else {
+				fmt.Fprintf(stderr, "progress %s\n", formatProgress(p.Value))
 			}
-			fmt.Fprintf(stderr, "progress %g%s %s\n", p.Value.Progress, total, p.Value.Message)
 		})
 	}
 
@@ -256,6 +282,9 @@ func Call(ctx context.Context, env Env, args []string) int {
 	}
 	var raw json.RawMessage
 	callErr := sess.h.call(ctx, protocol.MethodToolsCall, params, &raw)
+	if con != nil {
+		con.done()
+	}
 
 	// What the server received, recomputed from the same inputs.
 	st, err := sess.status(ctx)

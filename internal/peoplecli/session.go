@@ -34,6 +34,9 @@ type sessionOptions struct {
 	// authorizationTimeout bounds a flow (0: the sidecar's default).
 	authorize            func(ctx context.Context, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error)
 	authorizationTimeout time.Duration
+	// elicit, when set, asks the person what a server asks (form
+	// elicitation): the session declares capabilities.elicitation.
+	elicit func(ctx context.Context, p protocol.ElicitParams) (any, error)
 }
 
 // serverRun is one server's startup as the host saw it.
@@ -96,21 +99,35 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	if opts.lazy {
 		init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
 	}
-	var onRequest func(context.Context, string, json.RawMessage) (any, error)
+	caps := map[string]any{}
 	if opts.authorize != nil {
-		init["capabilities"] = map[string]any{"authorization": map[string]any{}}
+		caps["authorization"] = map[string]any{}
 		if opts.authorizationTimeout > 0 {
 			init["limits"].(map[string]any)["authorizationTimeoutMs"] = opts.authorizationTimeout.Milliseconds()
 		}
+	}
+	if opts.elicit != nil {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	var onRequest func(context.Context, string, json.RawMessage) (any, error)
+	if len(caps) > 0 {
+		init["capabilities"] = caps
 		onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			if method != protocol.RequestAuthorize {
-				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
+			switch {
+			case method == protocol.RequestAuthorize && opts.authorize != nil:
+				var p protocol.AuthorizeParams
+				if err := json.Unmarshal(params, &p); err != nil {
+					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+				}
+				return opts.authorize(ctx, p)
+			case method == protocol.RequestElicit && opts.elicit != nil:
+				var p protocol.ElicitParams
+				if err := json.Unmarshal(params, &p); err != nil {
+					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+				}
+				return opts.elicit(ctx, p)
 			}
-			var p protocol.AuthorizeParams
-			if err := json.Unmarshal(params, &p); err != nil {
-				return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
-			}
-			return opts.authorize(ctx, p)
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
 		}
 	}
 	s := &session{l: l, runs: map[string]*serverRun{}}
