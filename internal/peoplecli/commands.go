@@ -38,6 +38,7 @@ func commands() []command {
 		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login, true},
 		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout, true},
 		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher, true},
+		{"completion", "completion bash|zsh|fish", "print the shell completion script (commands, flags, server names)", CompletionDoc, Completion, false},
 		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo, false},
 		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer, false},
 		{"version", "version", "print the version", "Usage: mcp-sidecar version\n\nPrints the version (also: mcp-sidecar --version).\n", version, false},
@@ -77,6 +78,10 @@ func Main(ctx context.Context, env Env, args []string) int {
 	name, rest := args[0], args[1:]
 	if name == WatchdogCommand {
 		return reaper.Watchdog(env.Stdin)
+	}
+	if name == CompleteCommand {
+		complete(env, rest)
+		return exitOK
 	}
 	if name == "help" {
 		return help(env, rest)
