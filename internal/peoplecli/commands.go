@@ -41,7 +41,7 @@ func commands() []command {
 		{"completion", "completion bash|zsh|fish", "print the shell completion script (commands, flags, server names)", CompletionDoc, Completion, false},
 		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo, false},
 		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer, false},
-		{"version", "version", "print the version", "Usage: mcp-sidecar version\n\nPrints the version (also: mcp-sidecar --version).\n", version, false},
+		{"version", "version [--verbose]", "print the version", VersionDoc, version, true},
 		{"help", "help [COMMAND]", "show help", "Usage: mcp-sidecar help [COMMAND]\n\nShows the list of commands, or one command's help.\n", nil, false},
 	}
 }
@@ -139,16 +139,28 @@ func help(env Env, args []string) int {
 	return c.run(context.Background(), env, []string{"--help"})
 }
 
+// VersionDoc is the version command's help text.
+const VersionDoc = `Usage: mcp-sidecar version [--verbose]
+
+Prints the version (also: mcp-sidecar --version), the same whichever way
+the binary was built: go run, go build, go install, a release archive or
+an npm package. It comes from the VERSION file of the source. --verbose
+adds the commit it was built from, when the build recorded it, and the Go
+version and system.
+
+Examples:
+  mcp-sidecar version --verbose
+`
+
 func version(_ context.Context, env Env, args []string) int {
-	if len(args) > 0 && args[0] != "--help" && args[0] != "-h" {
-		return usageError(env, "version", fmt.Errorf("unexpected argument %q", args[0]))
-	}
-	if len(args) > 0 {
-		c, _ := lookup("version")
-		fmt.Fprint(env.Stdout, c.doc)
-		return exitOK
+	fs := newFlagSet()
+	if code, done := parseFlags(&env, "version", fs, args, 0, 0); done {
+		return code
 	}
 	fmt.Fprintln(env.Stdout, "mcp-sidecar", env.Version)
+	if env.verbose && env.Build != "" {
+		fmt.Fprintln(env.Stdout, env.Build)
+	}
 	return exitOK
 }
 

@@ -30,8 +30,10 @@ type Env struct {
 	// Home and Cwd locate the default config files and are the fallback
 	// cwd of stdio servers without one.
 	Home, Cwd string
-	// Version is the sidecar's version, reported as its serverInfo.
+	// Version is the sidecar's version, reported as its serverInfo;
+	// Build says how the binary was built (version --verbose).
 	Version string
+	Build   string
 	// OpenBrowser opens a URL in the user's browser (login); nil is the
 	// system's opener (xdg-open, open, start).
 	OpenBrowser func(ctx context.Context, url string) error
