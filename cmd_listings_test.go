@@ -118,7 +118,7 @@ func TestBinaryList(t *testing.T) {
 	if diff := cmp.Diff([]string{"down", "failed", "-", "stdio", cfg}, rows["down"]); diff != "" {
 		t.Errorf("row down (-want +got):\n%s\n%s", diff, r)
 	}
-	for _, want := range []string{"\n  down: server \"down\" failed to start: exited during startup", "\nTheir tools: mcp-sidecar tools."} {
+	for _, want := range []string{"\n  down: server \"down\" failed to start", "\nTheir tools: mcp-sidecar tools."} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r)
 		}

@@ -112,7 +112,9 @@ func Usage() string {
 	b.WriteString(`
 With no command, mcp-sidecar speaks the host protocol on stdin/stdout, as a
 harness spawns it. The commands for people read the config files you have
-(Codex, Claude Code, Cursor, VS Code; see 'mcp-sidecar help doctor').
+(Codex, Claude Code, Cursor, VS Code; see 'mcp-sidecar help doctor'). They
+all take --no-color (so does a non-empty NO_COLOR) and -v/--verbose; those
+that start servers, --startup-timeout DURATION.
 Run 'mcp-sidecar help COMMAND' for a command's flags and examples.
 `)
 	return b.String()

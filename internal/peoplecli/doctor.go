@@ -45,7 +45,7 @@ stderr) and prints a table:
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
   STATUS      ready, failed, cancelled, disabled, invalid (config error),
-              needs_authorization (OAuth: run 'mcp-sidecar login SERVER'), or
+              needs_authorization (OAuth: run the login command shown), or
               untrusted (a project server you have not approved: not started)
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools

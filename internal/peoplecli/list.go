@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -50,7 +53,7 @@ func List(ctx context.Context, env Env, args []string) int {
 	if code, done := parseFlags(&env, "list", fs, args, 0, 0); done {
 		return code
 	}
-	o.live = !*asJSON
+	o.live, o.listsProblems = !*asJSON, true
 	c, code, ok := openCatalog(ctx, env, "list", &o)
 	if !ok {
 		return code
@@ -60,6 +63,8 @@ func List(ctx context.Context, env Env, args []string) int {
 	if err != nil {
 		return fail(ctx, c.stderr, "list", err)
 	}
+	rep.Servers = append(rep.Servers, notStartedServers(c.l, o.only)...)
+	slices.SortFunc(rep.Servers, func(a, b toolsServer) int { return strings.Compare(a.Name, b.Name) })
 	if interrupted(ctx) {
 		return exitInterrupted
 	}
@@ -71,6 +76,39 @@ func List(ctx context.Context, env Env, args []string) int {
 	}
 	printServers(env.Stdout, rep.Servers, newPainter(env, env.Stdout))
 	return c.status
+}
+
+// notStartedServers are the servers of the config that no session
+// starts: those with config errors (state invalid) and the project
+// servers nobody approved (untrusted), of only (nil: all).
+func notStartedServers(l *loaded, only []string) []toolsServer {
+	var out []toolsServer
+	wanted := func(n string) bool { return only == nil || slices.Contains(only, n) }
+	for _, n := range l.names {
+		if l.servers[n] != nil || !wanted(n) {
+			continue
+		}
+		ts := toolsServer{Name: n, Transport: "-", State: protocol.StateInvalid, Catalog: protocol.CatalogNone}
+		if c := l.cfg.Servers[n]; c != nil {
+			ts.Source = c.Origin.Describe()
+		}
+		if errs := l.invalid(n); len(errs) > 0 {
+			ts.Error = errs[0].Message
+			if errs[0].Key != "" {
+				ts.Error = fmt.Sprintf("key %q: %s", errs[0].Key, errs[0].Message)
+			}
+		}
+		out = append(out, ts)
+	}
+	for _, u := range l.untrusted() {
+		if wanted(u.Server) {
+			out = append(out, toolsServer{
+				Name: u.Server, Transport: "-", State: statusUntrusted, Catalog: protocol.CatalogNone, Source: u.Source.Describe(),
+				Error: fmt.Sprintf("%s: %s", u.Reason, trustFix([]config.Untrusted{u})),
+			})
+		}
+	}
+	return out
 }
 
 // printServers prints list's table, then why each server that is not
@@ -92,6 +130,9 @@ func printServers(w io.Writer, servers []toolsServer, p painter) {
 	for _, s := range servers {
 		if s.Error != "" {
 			problems = append(problems, fmt.Sprintf("  %s: %s", s.Name, errorSummary(s.Error)))
+		}
+		if l := lastStderrLine(s.Error, ""); l != "" {
+			problems = append(problems, "    last stderr line: "+l)
 		}
 	}
 	if len(problems) > 0 {

@@ -18,9 +18,11 @@ import (
 const ResourcesDoc = `Usage: mcp-sidecar resources [list | templates | read URI] [--server NAME] [flags]
 
 Lists the resources of your servers (list, the default), their resource
-templates (templates), or reads one resource (read URI; --server may be left
-out when only one server is configured). Servers come from your config files
-as for doctor, or from --command / --url. Every page is followed.
+templates (templates), or reads one resource (read URI). Without --server,
+every server that offers resources is listed, and those that offer none
+are named below; read goes to the server that lists the URI (or has a
+template that matches it). Servers come from your config files as for
+doctor, or from --command / --url. Every page is followed.
 Exit status: 0 on success; 1 on an error, or when a server listed has a
 config error or did not start (with --server, the config errors of other
 servers are shown and do not count; read fails only when the read does); 2
@@ -37,9 +39,10 @@ const PromptsDoc = `Usage: mcp-sidecar prompts [list | get NAME [key=value...]] 
 
 Lists the prompts of your servers with their arguments (list, the default;
 ? marks an optional one), or gets one prompt with its arguments and prints
-its messages (get). Servers come from your config files as for doctor, or
-from --command / --url; --server may be left out for get when only one
-server has a prompt of that name.
+its messages (get). Without --server, every server that offers prompts is
+listed, and those that offer none are named below. Servers come from your
+config files as for doctor, or from --command / --url; --server may be left
+out for get when only one server has a prompt of that name.
 Exit status: 0 on success; 1 on an error, or when a server listed has a
 config error or did not start (with --server, the config errors of other
 servers are shown and do not count; get fails only when the get does); 2

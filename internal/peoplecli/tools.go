@@ -48,6 +48,9 @@ prints the best --limit tools (default 5) with their score and the first
 sentence of their description. QUERY is free text, /regex/ over names and
 descriptions, or select:name1,name2.
 
+To list the servers alone (started or not, tool counts), run
+'mcp-sidecar list'.
+
 Examples:
   mcp-sidecar tools
   mcp-sidecar tools --server github
@@ -127,6 +130,10 @@ type catalogOptions struct {
 	cacheDir string
 	// live: a live display of the startup may be drawn (not with --json).
 	live bool
+	// listsProblems: the command shows the servers with config errors and
+	// the untrusted ones itself (list); only the errors of whole files go
+	// to stderr.
+	listsProblems bool
 }
 
 func (o *catalogOptions) register(fs *pflag.FlagSet) {
@@ -167,14 +174,16 @@ func openCatalog(ctx context.Context, env Env, cmd string, o *catalogOptions) (c
 		l.describeSources(stderr)
 	}
 	for _, e := range l.problems() {
-		fmt.Fprintln(stderr, "config error:", e.Error())
+		if !o.listsProblems || e.Server == "" {
+			fmt.Fprintln(stderr, "config error:", e.Error())
+		}
 	}
 	if len(l.usedProblems(o.only)) > 0 {
 		c.status = exitFailure
 	}
 	names := slices.Clone(o.only)
 	for _, u := range l.untrusted() {
-		if len(names) == 0 || slices.Contains(names, u.Server) {
+		if (len(names) == 0 || slices.Contains(names, u.Server)) && !o.listsProblems {
 			fmt.Fprintf(stderr, "mcp-sidecar %s: %s\n", cmd, l.untrustedNote(u.Server))
 		}
 	}
@@ -182,10 +191,18 @@ func openCatalog(ctx context.Context, env Env, cmd string, o *catalogOptions) (c
 		if l.servers[n] != nil {
 			continue
 		}
-		if l.untrustedNote(n) != "" {
-			return nil, exitFailure, false // said above
+		if note := l.untrustedNote(n); note != "" {
+			if o.listsProblems {
+				fmt.Fprintf(stderr, "mcp-sidecar %s: %s\n", cmd, note)
+			}
+			return nil, exitFailure, false
 		}
 		if slices.Contains(l.names, n) {
+			if o.listsProblems {
+				for _, e := range l.invalid(n) {
+					fmt.Fprintln(stderr, "config error:", e.Error())
+				}
+			}
 			fmt.Fprintf(stderr, "mcp-sidecar %s: server %q has config errors (above)\n", cmd, n)
 		} else {
 			fmt.Fprintf(stderr, "mcp-sidecar %s: no server %q in the config (servers: %s)\n", cmd, n, strings.Join(l.names, ", "))
