@@ -128,7 +128,7 @@ func describeRPCError(err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	re := &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message, server: pe.Data.Server}
+	re := &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message}
 	if pe.Data.ServerCode != nil {
 		re.serverCode = *pe.Data.ServerCode
 	}
@@ -139,9 +139,7 @@ type rpcError struct {
 	code int64
 	kind string
 	msg  string
-	// server is the server the error concerns, if one; serverCode the
-	// server's own JSON-RPC code, for a server_error.
-	server     string
+	// serverCode is the server's own JSON-RPC code, for a server_error.
 	serverCode int64
 }
 

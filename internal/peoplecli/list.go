@@ -88,7 +88,7 @@ func notStartedServers(l *loaded, only []string) []toolsServer {
 		if l.servers[n] != nil || !wanted(n) {
 			continue
 		}
-		ts := toolsServer{Name: n, Transport: "-", State: protocol.StateInvalid, Catalog: protocol.CatalogNone}
+		ts := toolsServer{Name: n, State: protocol.StateInvalid, Catalog: protocol.CatalogNone}
 		if c := l.cfg.Servers[n]; c != nil {
 			ts.Source = c.Origin.Describe()
 		}
@@ -103,7 +103,7 @@ func notStartedServers(l *loaded, only []string) []toolsServer {
 	for _, u := range l.untrusted() {
 		if wanted(u.Server) {
 			out = append(out, toolsServer{
-				Name: u.Server, Transport: "-", State: statusUntrusted, Catalog: protocol.CatalogNone, Source: u.Source.Describe(),
+				Name: u.Server, State: statusUntrusted, Catalog: protocol.CatalogNone, Source: u.Source.Describe(),
 				Error: fmt.Sprintf("%s: %s", u.Reason, trustFix([]config.Untrusted{u})),
 			})
 		}
@@ -122,7 +122,7 @@ func printServers(w io.Writer, servers []toolsServer, p painter) {
 		if s.Catalog != protocol.CatalogNone {
 			tools = strconv.Itoa(s.Tools)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, tools, s.Transport, s.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, tools, orDash(s.Transport), s.Source)
 	}
 	tw.Flush()
 	fmt.Fprint(w, p.column(b.String(), "STATUS", stateColour))

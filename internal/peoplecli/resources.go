@@ -181,7 +181,7 @@ func (l lister) listAll(ctx context.Context, sess *session, servers []protocol.S
 	return out, none, nil
 }
 
-// listed prints the listings of the servers in order, then the servers
+// print prints the listings of the servers in order, then the servers
 // that offer none.
 func (l lister) print(w io.Writer, servers []protocol.ServerStatus, lists map[string]json.RawMessage, none []string) {
 	for _, srv := range servers {
@@ -281,7 +281,7 @@ func serverOf(ctx context.Context, sess *session, servers []protocol.ServerStatu
 	var names, have []string
 	for _, srv := range with {
 		names = append(names, srv.Name)
-		if lists(ctx, sess, srv.Name, uri) {
+		if listsURI(ctx, sess, srv.Name, uri) {
 			have = append(have, srv.Name)
 		}
 	}
@@ -294,9 +294,9 @@ func serverOf(ctx context.Context, sess *session, servers []protocol.ServerStatu
 	return "", fmt.Errorf("several servers list %s (%s): say which with --server", uri, strings.Join(have, ", "))
 }
 
-// lists reports whether server lists uri among its resources, or has a
+// listsURI reports whether server lists uri among its resources, or has a
 // resource template that matches it.
-func lists(ctx context.Context, sess *session, server, uri string) bool {
+func listsURI(ctx context.Context, sess *session, server, uri string) bool {
 	for _, l := range []lister{listResources, listTemplates} {
 		var res map[string][]struct {
 			URI         string `json:"uri"`
