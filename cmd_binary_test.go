@@ -36,7 +36,7 @@ func TestBinaryCommands(t *testing.T) {
 		stdout, stderr string // parts of each
 	}{
 		{[]string{"call", "search", "query=a b", "limit=3", "mode=fast", `tags=["x"]`, "--config", idx}, 0,
-			`{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`, ""},
+			indented(t, `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`), ""},
 		{[]string{"call", "idx", "serch", "query=x", "--config", idx}, 1,
 			"", `mcp-sidecar call: server "idx" has no tool "serch" (did you mean "search"?); 'mcp-sidecar tools' lists them`},
 		{[]string{"call", "search", "limit=many", "--config", idx}, 2, "", `argument "limit": want integer, got "many"`},

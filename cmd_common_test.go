@@ -164,7 +164,7 @@ func tableRows(t *testing.T, out, header string) map[string][]string {
 }
 
 func TestCmdHelp(t *testing.T) {
-	for _, cmd := range []string{"doctor", "tools", "call", "resources", "prompts", "login", "logout", "probe-launcher"} {
+	for _, cmd := range []string{"doctor", "list", "tools", "call", "resources", "prompts", "login", "logout", "probe-launcher", "completion"} {
 		t.Run(cmd, func(t *testing.T) {
 			for _, args := range [][]string{{cmd, "--help"}, {cmd, "-h"}, {"help", cmd}} {
 				r := runCmd(t, nil, args...)

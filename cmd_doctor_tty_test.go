@@ -49,6 +49,7 @@ func TestCmdDoctorTerminal(t *testing.T) {
 	} {
 		t.Run(tc.term, func(t *testing.T) {
 			t.Setenv("TERM", tc.term)
+			t.Setenv("NO_COLOR", "1") // the layout is checked here; colour in TestBinaryColour
 			master, slave := openPTY(t)
 			defer master.Close()
 			screen := make(chan string)
@@ -275,7 +276,7 @@ func TestBinaryNoisyServerOnTerminal(t *testing.T) {
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.cmd, "--config", cfg)
-			cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120")
+			cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120", "NO_COLOR=1")
 			master, err := pty.Start(cmd)
 			if err != nil {
 				t.Skipf("no pseudo-terminals here: %v", err)
@@ -332,7 +333,7 @@ func TestBinaryDoctorTerminal(t *testing.T) {
 		{[]string{"doctor", "--strict", "--config", cfg}, 1},
 	} {
 		cmd := exec.Command(bin, tc.args...)
-		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120")
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=120", "NO_COLOR=1")
 		master, err := pty.Start(cmd)
 		if err != nil {
 			t.Skipf("no pseudo-terminals here: %v", err)

@@ -52,7 +52,8 @@ func TestCmdCallByNameWithKeyValues(t *testing.T) {
 		{"call", "mcp__idx__search", `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`},
 	} {
 		r := runCmd(t, nil, append(args, "--config", cfg)...)
-		if r.code != 0 || !strings.Contains(r.stdout, `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`) {
+		// The echo's text is its structuredContent: shown once, indented.
+		if r.code != 0 || !strings.Contains(r.stdout, indented(t, `{"query":"a b","limit":3,"mode":"fast","tags":["x"]}`)) {
 			t.Errorf("%q: %s", args, r)
 		}
 	}

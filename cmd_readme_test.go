@@ -22,6 +22,7 @@ var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's transc
 // its order.
 var peopleCommands = [][]string{
 	{"doctor"},
+	{"list"},
 	{"tools", "--server", "example"},
 	{"call", "add", "a=2", "b=40"},
 	{"call", "exmaple", "echo", "txt=hi"},

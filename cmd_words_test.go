@@ -60,7 +60,7 @@ func TestBinaryMessagesUseNoProtocolWords(t *testing.T) {
 		{[]string{"prompts", "get", "greet", "--command", example}, `server "mcp-sidecar" could not give prompt "greet"`},
 		{[]string{"doctor", "--url", refused}, "(server defined in the command line)"},
 		{[]string{"tools", "--url", refused}, "nothing is listening at " + refused},
-		{[]string{"call", "ping", "--url", refused}, `no server has a tool "ping"; server "localhost`},
+		{[]string{"call", "ping", "--url", refused}, `no server that started has a tool "ping"; server "localhost`},
 		{[]string{"resources", "templates", "--url", refused}, "nothing is listening"},
 		{[]string{"doctor", "--command", example + " --bogus"}, "unknown flag: --bogus"},
 		{[]string{"tools", "--url", "ftp://example.com/mcp"}, `the command line: server "example": key "url": must be an http:// or https:// URL`},

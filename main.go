@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -16,29 +18,18 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peoplecli"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."
-// (scripts/release.sh stamps it from git); main replaces the default with
-// the module version of a binary built by `go install ...@vX.Y.Z`.
-var version = devVersion
+// version is the binary's version: the VERSION file at the root of the
+// module, embedded. It is the one source of the version for every way of
+// building: go run, go build, go install ...@vX.Y.Z (the file at that tag
+// says X.Y.Z), scripts/release.sh (which names its archives and the npm
+// packages after it, and refuses a release tag that differs).
+//
+//go:embed VERSION
+var versionFile string
 
-const devVersion = "0.1.0-dev"
-
-// moduleVersion is the version the go command recorded in the binary: "1.2.3"
-// for `go install ...@v1.2.3`, a pseudo-version naming the commit
-// ("0.0.0-20261201113311-31d561f78f39", "+dirty" if the tree was) for a
-// `go build` in a clone (Go 1.24 and later), or "" for `go run` and tests.
-func moduleVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
-		return ""
-	}
-	return strings.TrimPrefix(bi.Main.Version, "v")
-}
+var version = strings.TrimSpace(versionFile)
 
 func main() {
-	if v := moduleVersion(); version == devVersion && v != "" {
-		version = v
-	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -68,5 +59,35 @@ func processEnv(stdin io.Reader, stdout, stderr io.Writer) peoplecli.Env {
 		Home:      home,
 		Cwd:       cwd,
 		Version:   version,
+		Build:     buildDetails(),
 	}
+}
+
+// buildDetails says which commit the binary was built from, when the go
+// command recorded it, and with which Go for which system ('mcp-sidecar
+// version --verbose'). It is not part of the version: go run and builds
+// without version control information have no commit.
+func buildDetails() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var commit, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	details := bi.GoVersion + " " + runtime.GOOS + "/" + runtime.GOARCH
+	if commit != "" {
+		details = "commit " + commit
+		if modified == "true" {
+			details += " (modified)"
+		}
+		details += ", " + bi.GoVersion + " " + runtime.GOOS + "/" + runtime.GOARCH
+	}
+	return details
 }

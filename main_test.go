@@ -13,6 +13,7 @@ import (
 // spawns it (fixture.Config).
 func TestMain(m *testing.M) {
 	fixture.Main()
+	fakeBrowser()
 	// Tests point HOME at temporary directories; the go command that
 	// builds the real binary keeps the caches of the real HOME.
 	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Builds the release binaries of mcp-sidecar: static (CGO_ENABLED=0),
-# -trimpath, the version stamped in from git, one archive per target and
-# their SHA-256 sums.
+# -trimpath, one archive per target and their SHA-256 sums.
 #
 #   scripts/release.sh [-o DIR] [OS/ARCH ...]
 #
 # Targets default to all six: linux, darwin and windows on amd64 and arm64.
-# The version is $VERSION if set, else `git describe --tags --match 'v*'`
-# (a release tag v1.2.3 gives 1.2.3; commits after it 1.2.3-4-gabcdef0),
-# else 0.0.0-dev.g<commit>; "-dirty" is added for a modified tree. DIR
-# (default dist/) gets:
+# The version is the VERSION file's, the one every build of the source
+# embeds (go run and go build print the same): to release 1.2.3, set
+# VERSION to 1.2.3, commit, tag v1.2.3. A commit tagged v* whose tag is not
+# v<VERSION> is refused, and so is a $VERSION that differs from the file
+# (it cannot change what the binaries say). DIR (default dist/) gets:
 #
 #   mcp-sidecar_<version>_<os>_<arch>.tar.gz   (.zip for windows): the binary and README.md
 #   bin/<os>-<arch>/mcp-sidecar[.exe]          the binaries, for npm packaging
 #   SHA256SUMS                                 sha256sum -c checks the archives
-#   VERSION                                    the version stamped in
+#   VERSION                                    the version (npm-pack.mjs names the packages after it)
 #
 # `mcp-sidecar version` and initialize's serverInfo.version print the version.
 # The archives are reproducible: the same commit (and version) gives the
@@ -35,14 +35,14 @@ if ((${#targets[@]} == 0)); then
   targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 fi
 
-version="${VERSION:-}"
-if [[ -z "$version" ]]; then
-  if described=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); then
-    version="${described#v}"
-  else
-    version="0.0.0-dev.g$(git rev-parse --short HEAD)"
-    [[ -z "$(git status --porcelain --untracked-files=no)" ]] || version+="-dirty"
-  fi
+version="$(tr -d '[:space:]' <VERSION)"
+if [[ -n "${VERSION:-}" && "$VERSION" != "$version" ]]; then
+  echo "release: \$VERSION is $VERSION but the VERSION file, which the binaries embed, says $version: edit VERSION" >&2
+  exit 2
+fi
+if tag=$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && [[ "$tag" != "v$version" ]]; then
+  echo "release: this commit is tagged $tag but VERSION says $version" >&2
+  exit 2
 fi
 # The version goes into npm package names' versions: it must be semver.
 if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
@@ -84,7 +84,7 @@ for target in "${targets[@]}"; do
   rm -rf "$bindir"
   mkdir -p "$bindir"
   if ! CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" go build -trimpath \
-    -ldflags "-s -w -X main.version=$version" -o "$bindir/$exe" .; then
+    -ldflags "-s -w" -o "$bindir/$exe" .; then
     echo "release: $target FAILED to build" >&2
     failed+=("$target")
     rm -rf "$bindir"

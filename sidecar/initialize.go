@@ -138,6 +138,12 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		s.logger.Info("project server not trusted, not started", "server", u.Server, "file", u.Source.Path, "reason", u.Reason)
 	}
 	servers := loaded.Servers
+	if d := s.opts.StartupTimeout; d > 0 {
+		secs := d.Seconds()
+		for _, cfg := range servers {
+			cfg.StartupTimeoutSec = &secs
+		}
+	}
 	env := &environment{
 		servers:      servers,
 		features:     map[string]bool{},

@@ -41,6 +41,10 @@ type Options struct {
 	// for people, whose inline server is one given on their command line,
 	// name it so.
 	InlineSource string
+	// StartupTimeout, when positive, bounds every server's startup in
+	// place of its startup_timeout_sec (the commands for people's
+	// --startup-timeout).
+	StartupTimeout time.Duration
 	// Reaper registers the server processes, when this process serves the
 	// host protocol as its job (the serve command): see internal/reaper.
 	// Nil: each connection still ends its servers' process trees.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/suggest"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
 // resolveTool finds the tool a person named: the raw name on server, or a
@@ -39,11 +40,13 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 	}
 	var msg string
 	if server != "" {
-		msg = fmt.Sprintf("server %q has no tool %q", server, name)
-		if r := sess.run(server); r.status == "failed" {
-			msg = fmt.Sprintf("server %q did not start: %s", server, errorSummary(r.err))
-			return listedTool{}, msg
+		switch r := sess.run(server); r.status {
+		case protocol.StatusFailed:
+			return listedTool{}, fmt.Sprintf("server %q did not start: %s", server, errorSummary(r.err))
+		case protocol.StatusNeedsAuthorization:
+			return listedTool{}, fmt.Sprintf("server %q needs authorization: %s", server, sess.l.loginHint(server))
 		}
+		msg = fmt.Sprintf("server %q has no tool %q", server, name)
 	} else {
 		msg = fmt.Sprintf("no server has a tool %q", name)
 	}
@@ -52,10 +55,17 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 	}
 	if server == "" {
 		// A server that did not start may be the one that has it.
+		var why []string
 		for _, st := range list.Servers {
-			if r := sess.run(st.Name); r.status == "failed" {
-				msg += fmt.Sprintf("; server %q did not start: %s", st.Name, errorSummary(r.err))
+			switch r := sess.run(st.Name); r.status {
+			case protocol.StatusFailed:
+				why = append(why, fmt.Sprintf("server %q did not start: %s", st.Name, errorSummary(r.err)))
+			case protocol.StatusNeedsAuthorization:
+				why = append(why, fmt.Sprintf("server %q needs authorization: %s", st.Name, sess.l.loginHint(st.Name)))
 			}
+		}
+		if len(why) > 0 {
+			msg = strings.Replace(msg, "no server has", "no server that started has", 1) + "; " + strings.Join(why, "; ")
 		}
 	}
 	return listedTool{}, msg + "; 'mcp-sidecar tools' lists them"
@@ -198,4 +208,36 @@ func typedValue(key, value string, prop propertySchema) (json.RawMessage, error)
 		want += " (as JSON)"
 	}
 	return nil, fmt.Errorf("argument %q: want %s, got %q", key, want, value)
+}
+
+// missingArguments are the names the input schema requires that the
+// arguments object lacks, in the schema's order.
+func missingArguments(arguments json.RawMessage, inputSchema json.RawMessage) []string {
+	var schema struct {
+		Required []string `json:"required"`
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(inputSchema, &schema) != nil || json.Unmarshal(arguments, &args) != nil {
+		return nil
+	}
+	var missing []string
+	for _, name := range schema.Required {
+		if _, ok := args[name]; !ok && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// argumentList names arguments in words: the argument "a", the arguments
+// "a" and "b", the arguments "a", "b" and "c".
+func argumentList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if len(quoted) == 1 {
+		return "the argument " + quoted[0]
+	}
+	return "the arguments " + strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -38,19 +39,29 @@ ARGS are the tool's arguments, either
   -               one JSON object read from stdin
 Without ARGS the tool gets {}.
 
+Arguments the tool's input schema requires are checked before the call:
+a missing one is named, with the tool's signature, and nothing is sent.
+
 The result is shown readably: text content as text, other content
-summarised, structuredContent as indented JSON, and isError said plainly.
-Then comes the _meta the server received. The sidecar does not echo it, so
-it is recomputed with the function the sidecar uses (sandbox.BuildMeta)
-from the same inputs: your --meta entries, the --sandbox-state policy, the
-sandbox capability the server advertised (from servers/status) and the
-launcher (--launcher, if it passed the probe, and only for stdio servers).
+summarised, structuredContent as indented JSON (once: a text block that is
+its JSON is not shown again), and isError said plainly. Then comes the
+_meta the server received. The sidecar does not echo it, so it is worked
+out the way the sidecar builds it, from the same inputs: your --meta
+entries, the --sandbox-state policy, the sandbox capability the server
+advertised and the launcher (--launcher, if it passed the probe, and only
+for stdio servers).
 The sandbox keys (codex/sandbox-state, its copy codex/sandbox-state-meta,
 codex/sandbox-launcher) go only to servers that advertise
 codex/sandbox-state; the policy is sent as the bytes in FILE.
 
-Servers that ask the user (elicitation) or for roots are told the host
-handles neither. Exit status: 0 when the tool ran and succeeded, 1 for an
+On a terminal, the tool's progress is shown on one line of stderr while it
+runs (--progress=false: not at all; elsewhere, --progress prints each
+notification as a line), and when a server asks the user something
+(elicitation) the form is asked there, field by field, each answer checked
+against the field's type, then "Send this to SERVER? [Y/n]" (n declines,
+Ctrl-D cancels). Without a terminal on stdin and stderr (or with the
+arguments read from stdin), servers are told the user cannot be asked;
+no server is offered roots. Exit status: 0 when the tool ran and succeeded, 1 for an
 error or an isError result (a config error or failed startup of another
 server does not count: 'mcp-sidecar doctor' shows those), 2 for a bad
 command line, 130 when interrupted.
@@ -86,10 +97,10 @@ func Call(ctx context.Context, env Env, args []string) int {
 	metaArg := fs.String("meta", "", "host _meta entries as a JSON `OBJECT`, e.g. '{\"threadId\":\"t1\"}'")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable)")
 	timeout := fs.Duration("timeout", 0, "how long the call may take, a `DURATION` such as 30s (default: the server's tool_timeout_sec)")
-	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr")
+	showProgress := fs.Bool("progress", false, "ask for progress notifications and show them on stderr (on a terminal: always, on one line; --progress=false: never)")
 	asJSON := fs.Bool("json", false, "print the raw result and the _meta sent as one JSON document")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	if code, done := parseFlags(env, "call", fs, args, 1, -1); done {
+	if code, done := parseFlags(&env, "call", fs, args, 1, -1); done {
 		return code
 	}
 	usage := func(format string, a ...any) int {
@@ -154,14 +165,30 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return usage("--meta must be one JSON object")
 		}
 	}
-	if *showProgress {
+	// On a terminal, progress is shown on one line, redrawn, unless
+	// --progress=false; elsewhere as lines, with --progress.
+	liveProgress := IsTerminal(env.Stderr, env.lookup) && (*showProgress || !fs.Changed("progress"))
+	plainProgress := *showProgress && !liveProgress
+	if liveProgress || plainProgress {
 		hostMeta["progressToken"] = json.RawMessage(`"mcp-sidecar-call"`)
 	}
+	// A server's questions are asked on the terminal: stdin to answer,
+	// stderr to ask (stdout stays the result's).
+	askOnTerminal := !stdinUsed && *stateFile != "-" && IsTerminal(env.Stdin, env.lookup) && IsTerminal(env.Stderr, env.lookup)
 	if *timeout < 0 {
 		return usage("--timeout must not be negative")
 	}
 
 	stderr := &lockedWriter{w: env.Stderr}
+	var con *console
+	if liveProgress || askOnTerminal {
+		var in *lineInput
+		if askOnTerminal {
+			in = newLineInput(env.Stdin)
+		}
+		con = newConsole(env, in)
+		stderr = &lockedWriter{w: con}
+	}
 	l, err := src.load(env)
 	if err != nil {
 		return usage("%v", err)
@@ -191,7 +218,18 @@ func Call(ctx context.Context, env Env, args []string) int {
 		return exitFailure
 	}
 
-	sess, err := openSession(ctx, env, l, sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr})
+	if env.verbose {
+		l.describeSources(stderr)
+	}
+	prog := startupProgress(env, stderr, l.started(only), env.verbose)
+	opts := sessionOptions{cacheDir: resolveCacheDir(env, *cacheDir), launcher: *launcher, only: only, logOut: stderr, progress: prog}
+	if askOnTerminal {
+		opts.elicit = con.elicit
+	}
+	sess, err := openSession(ctx, env, l, opts)
+	if prog != nil {
+		prog.finish()
+	}
 	if err != nil {
 		return fail(ctx, stderr, "call", err)
 	}
@@ -217,7 +255,11 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return exitUsage
 		}
 	}
-	if *showProgress {
+	if missing := missingArguments(arguments, target.InputSchema); len(missing) > 0 {
+		fmt.Fprintf(stderr, "mcp-sidecar call: tool %q needs %s: %s\n", tool, argumentList(missing), signature(tool, target.InputSchema))
+		return exitUsage
+	}
+	if liveProgress || plainProgress {
 		sess.h.onNotification(func(n hostclient.Notification) {
 			if n.Method != protocol.NotifyProgress {
 				return
@@ -226,11 +268,11 @@ func Call(ctx context.Context, env Env, args []string) int {
 			if json.Unmarshal(n.Params, &p) != nil {
 				return
 			}
-			total := ""
-			if p.Value.Total != nil {
-				total = fmt.Sprintf("/%g", *p.Value.Total)
+			if liveProgress {
+				con.progress(p.Value)
+			} else {
+				fmt.Fprintf(stderr, "progress %s\n", formatProgress(p.Value))
 			}
-			fmt.Fprintf(stderr, "progress %g%s %s\n", p.Value.Progress, total, p.Value.Message)
 		})
 	}
 
@@ -239,7 +281,10 @@ func Call(ctx context.Context, env Env, args []string) int {
 		params.Meta = hostMeta
 	}
 	var raw json.RawMessage
-	callErr := sess.h.client.Call(ctx, protocol.MethodToolsCall, params, &raw)
+	callErr := sess.h.call(ctx, protocol.MethodToolsCall, params, &raw)
+	if con != nil {
+		con.done()
+	}
 
 	// What the server received, recomputed from the same inputs.
 	st, err := sess.status(ctx)
@@ -265,7 +310,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 	})
 
 	if callErr != nil {
-		return fail(ctx, stderr, "call", callError(callErr, server, tool, *timeout))
+		return fail(ctx, stderr, "call", callError(callErr, sess.l, server, tool, *timeout))
 	}
 	var res struct {
 		Content    []json.RawMessage `json:"content"`
@@ -283,7 +328,7 @@ func Call(ctx context.Context, env Env, args []string) int {
 			return exitFailure
 		}
 	} else {
-		printResult(env.Stdout, res.Content, res.Structured, res.IsError)
+		printResult(env.Stdout, res.Content, res.Structured, res.IsError, newPainter(env, env.Stdout))
 		printMeta(env.Stdout, server, meta, dropped, capability, state, *launcher, sess.init.Launcher)
 	}
 	if res.IsError {
@@ -294,21 +339,32 @@ func Call(ctx context.Context, env Env, args []string) int {
 
 // callError is a failed call's error for people. The sidecar names the
 // bound it applied as the host gave it (timeoutMs): for a person it is
-// --timeout.
-func callError(err error, server, tool string, timeout time.Duration) error {
+// --timeout. A server that asks for authorization gets the login command.
+func callError(err error, l *loaded, server, tool string, timeout time.Duration) error {
 	err = describeRPCError(err)
 	var re *rpcError
-	if errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0 {
+	switch {
+	case errors.As(err, &re) && re.kind == protocol.KindToolTimeout && timeout > 0:
 		return fmt.Errorf("tool %q of server %q did not answer within %s (--timeout)", tool, server, timeout)
+	case errors.As(err, &re) && re.kind == protocol.KindNeedsAuthorization:
+		return fmt.Errorf("server %q needs authorization: %s", server, l.loginHint(server))
 	}
 	return err
 }
 
-func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool) {
+func printResult(w io.Writer, content []json.RawMessage, structured json.RawMessage, isError bool, p painter) {
 	if isError {
-		fmt.Fprintln(w, "The tool ran and reported an error (isError: true):")
+		fmt.Fprintln(w, p.paint(red, "The tool ran and reported an error (isError: true):"))
 	}
+	hasStructured := len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null"
+	shown := 0
 	for _, c := range content {
+		// MCP has a tool that returns structuredContent send its JSON as
+		// text too: that text is the same thing, shown once below.
+		if hasStructured && sameJSONText(c, structured) {
+			continue
+		}
+		shown++
 		var item struct {
 			Type     string `json:"type"`
 			Text     string `json:"text"`
@@ -347,14 +403,46 @@ func printResult(w io.Writer, content []json.RawMessage, structured json.RawMess
 			fmt.Fprintf(w, "%s\n", c)
 		}
 	}
-	if len(bytes.TrimSpace(structured)) > 0 && string(bytes.TrimSpace(structured)) != "null" {
+	switch {
+	case hasStructured && shown == 0:
+		fmt.Fprintln(w, indentJSON(structured, ""))
+	case hasStructured:
 		fmt.Fprintln(w, "\nstructuredContent:")
 		fmt.Fprintln(w, indentJSON(structured, "  "))
 	}
 }
 
+// sameJSONText reports whether content is a text block whose text is the
+// JSON value structured (the same value: whitespace, key order and number
+// spelling aside).
+func sameJSONText(content, structured json.RawMessage) bool {
+	var item struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &item) != nil || item.Type != "text" {
+		return false
+	}
+	var a, b any
+	if !decodeNumbers(item.Text, &a) || !decodeNumbers(string(structured), &b) {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// decodeNumbers decodes one JSON value into v, numbers as json.Number.
+func decodeNumbers(s string, v *any) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if dec.Decode(v) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF)
+}
+
 func printMeta(w io.Writer, server string, meta map[string]any, dropped []string, c sandbox.Capability, state json.RawMessage, launcher string, ls protocol.LauncherStatus) {
-	fmt.Fprintf(w, "\n_meta sent to %s (recomputed with sandbox.BuildMeta from this call's inputs):\n", server)
+	fmt.Fprintf(w, "\n_meta sent to %s:\n", server)
 	if len(meta) == 0 {
 		fmt.Fprintln(w, "  none")
 	}

@@ -21,24 +21,28 @@ type command struct {
 	summary string // one line for the list of commands
 	doc     string // the whole help text
 	run     func(ctx context.Context, env Env, args []string) int
+	// people: a command for people, with --no-color and --verbose.
+	people bool
 }
 
 // commands is the binary's command table, in the order help lists it.
 func commands() []command {
 	return []command{
-		{"serve", "[serve] [flags]", "speak the host protocol on stdin/stdout (what harnesses spawn)", ServeDoc, Serve},
-		{"doctor", "doctor [flags]", "check the MCP servers of your config: start each, show a table", DoctorDoc, Doctor},
-		{"tools", "tools [flags]", "list the tools of your servers with their signatures", ToolsDoc, Tools},
-		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call},
-		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources},
-		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts},
-		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login},
-		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout},
-		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher},
-		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo},
-		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer},
-		{"version", "version", "print the version", "Usage: mcp-sidecar version\n\nPrints the version (also: mcp-sidecar --version).\n", version},
-		{"help", "help [COMMAND]", "show help", "Usage: mcp-sidecar help [COMMAND]\n\nShows the list of commands, or one command's help.\n", nil},
+		{"serve", "[serve] [flags]", "speak the host protocol on stdin/stdout (what harnesses spawn)", ServeDoc, Serve, false},
+		{"doctor", "doctor [flags]", "check the MCP servers of your config: start each, show a table", DoctorDoc, Doctor, true},
+		{"list", "list [flags]", "list your servers: started or not, tool count, where each is defined", ListDoc, List, true},
+		{"tools", "tools [flags]", "list the tools of your servers with their signatures", ToolsDoc, Tools, true},
+		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call, true},
+		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources, true},
+		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts, true},
+		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login, true},
+		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout, true},
+		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher, true},
+		{"completion", "completion bash|zsh|fish", "print the shell completion script (commands, flags, server names)", CompletionDoc, Completion, false},
+		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo, false},
+		{"example-server", "example-server [flags]", "serve the embedded example MCP server on stdio", ExampleServerDoc, ExampleServer, false},
+		{"version", "version [--verbose]", "print the version", VersionDoc, version, true},
+		{"help", "help [COMMAND]", "show help", "Usage: mcp-sidecar help [COMMAND]\n\nShows the list of commands, or one command's help.\n", nil, false},
 	}
 }
 
@@ -75,6 +79,10 @@ func Main(ctx context.Context, env Env, args []string) int {
 	if name == WatchdogCommand {
 		return reaper.Watchdog(env.Stdin)
 	}
+	if name == CompleteCommand {
+		complete(env, rest)
+		return exitOK
+	}
 	if name == "help" {
 		return help(env, rest)
 	}
@@ -104,7 +112,9 @@ func Usage() string {
 	b.WriteString(`
 With no command, mcp-sidecar speaks the host protocol on stdin/stdout, as a
 harness spawns it. The commands for people read the config files you have
-(Codex, Claude Code, Cursor, VS Code; see 'mcp-sidecar help doctor').
+(Codex, Claude Code, Cursor, VS Code; see 'mcp-sidecar help doctor'). They
+all take --no-color (so does a non-empty NO_COLOR) and -v/--verbose; those
+that start servers, --startup-timeout DURATION.
 Run 'mcp-sidecar help COMMAND' for a command's flags and examples.
 `)
 	return b.String()
@@ -131,16 +141,28 @@ func help(env Env, args []string) int {
 	return c.run(context.Background(), env, []string{"--help"})
 }
 
+// VersionDoc is the version command's help text.
+const VersionDoc = `Usage: mcp-sidecar version [--verbose]
+
+Prints the version (also: mcp-sidecar --version), the same whichever way
+the binary was built: go run, go build, go install, a release archive or
+an npm package. It comes from the VERSION file of the source. --verbose
+adds the commit it was built from, when the build recorded it, and the Go
+version and system.
+
+Examples:
+  mcp-sidecar version --verbose
+`
+
 func version(_ context.Context, env Env, args []string) int {
-	if len(args) > 0 && args[0] != "--help" && args[0] != "-h" {
-		return usageError(env, "version", fmt.Errorf("unexpected argument %q", args[0]))
-	}
-	if len(args) > 0 {
-		c, _ := lookup("version")
-		fmt.Fprint(env.Stdout, c.doc)
-		return exitOK
+	fs := newFlagSet()
+	if code, done := parseFlags(&env, "version", fs, args, 0, 0); done {
+		return code
 	}
 	fmt.Fprintln(env.Stdout, "mcp-sidecar", env.Version)
+	if env.verbose && env.Build != "" {
+		fmt.Fprintln(env.Stdout, env.Build)
+	}
 	return exitOK
 }
 
@@ -168,25 +190,36 @@ func newFlagSet() *pflag.FlagSet {
 // on stdout; a bad flag prints a short error and the usage line on stderr.
 // The number of positional arguments must be within [min, max] (max < 0:
 // no limit). done says the command should return code.
-func parseFlags(env Env, name string, fs *pflag.FlagSet, args []string, min, max int) (code int, done bool) {
+//
+// A command for people also gets --no-color and -v/--verbose, whose
+// values parseFlags sets in env.
+func parseFlags(env *Env, name string, fs *pflag.FlagSet, args []string, min, max int) (code int, done bool) {
+	c, _ := lookup(name)
+	var noColor, verbose *bool
+	if c.people {
+		noColor = fs.Bool("no-color", false, "no colour, even on a terminal (so does a non-empty NO_COLOR)")
+		verbose = fs.BoolP("verbose", "v", false, "also show the config files read, each server's startup and its stderr lines")
+	}
 	fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return usageError(env, name, err), true
+		return usageError(*env, name, err), true
 	}
 	if h, _ := fs.GetBool("help"); h {
-		c, _ := lookup(name)
 		fmt.Fprint(env.Stdout, c.doc)
 		if fs.HasFlags() {
 			fmt.Fprintf(env.Stdout, "\nFlags:\n%s", flagUsages(fs, 100))
 		}
 		return exitOK, true
 	}
+	if c.people {
+		env.noColor, env.verbose = *noColor, *verbose
+	}
 	n := fs.NArg()
 	switch {
 	case n < min:
-		return usageError(env, name, fmt.Errorf("too few arguments")), true
+		return usageError(*env, name, fmt.Errorf("too few arguments")), true
 	case max >= 0 && n > max:
-		return usageError(env, name, fmt.Errorf("unexpected argument %q", fs.Arg(max))), true
+		return usageError(*env, name, fmt.Errorf("unexpected argument %q", fs.Arg(max))), true
 	}
 	return 0, false
 }

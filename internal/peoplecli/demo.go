@@ -32,7 +32,7 @@ No network, no npm.
 // Demo runs the demo command.
 func Demo(ctx context.Context, env Env, args []string) int {
 	fs := newFlagSet()
-	if code, done := parseFlags(env, "demo", fs, args, 0, 0); done {
+	if code, done := parseFlags(&env, "demo", fs, args, 0, 0); done {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)

@@ -1,6 +1,7 @@
 package peoplecli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +45,7 @@ stderr) and prints a table:
   SERVER      the server's name (* = required)
   TRANSPORT   stdio or http
   STATUS      ready, failed, cancelled, disabled, invalid (config error),
-              needs_authorization (OAuth: run 'mcp-sidecar login SERVER'), or
+              needs_authorization (OAuth: run the login command shown), or
               untrusted (a project server you have not approved: not started)
   STARTUP     from "starting" to ready or failed, as the host saw it
   TOOLS       tools in the catalog after enabled_tools/disabled_tools
@@ -184,6 +185,10 @@ type doctorServer struct {
 	// Authorization is the OAuth state of a server that is authorized or
 	// needs authorization (never a token).
 	Authorization *protocol.ServerAuthorization `json:"authorization,omitempty"`
+	// Login is the command that authorizes a server that uses OAuth, as
+	// login takes it from this command line; loginHint says it in words.
+	Login     string `json:"login,omitempty"`
+	loginHint string
 }
 
 // Doctor runs the doctor command.
@@ -195,7 +200,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 	strict := fs.Bool("strict", false, "exit 1 when any enabled server fails to start, not only a required one (for CI)")
 	launcher := fs.String("launcher", "", "absolute `PATH` of a candidate sandbox launcher (the Codex executable) to probe and judge per server")
 	cacheDir := fs.String("cache-dir", "", "catalog cache `DIR` (default $XDG_CACHE_HOME/mcp-sidecar)")
-	if code, done := parseFlags(env, "doctor", fs, args, 0, 0); done {
+	if code, done := parseFlags(&env, "doctor", fs, args, 0, 0); done {
 		return code
 	}
 	l, err := src.load(env)
@@ -323,8 +328,11 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
 		ds.Authorization = st.Authorization
+		if st.Authorization != nil || ds.Status == protocol.StatusNeedsAuthorization {
+			ds.Login, ds.loginHint = l.loginCommand(name), l.loginHint(name)
+		}
 		if ds.Status == protocol.StatusNeedsAuthorization {
-			ds.Error = fmt.Sprintf("needs authorization: run 'mcp-sidecar login %s'", name)
+			ds.Error = "needs authorization: " + ds.loginHint
 			if cfg.Required || *strict {
 				rep.OK = false
 			}
@@ -350,7 +358,7 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 			return fail(ctx, stderr, "doctor", err)
 		}
 	} else {
-		printDoctorTable(env.Stdout, rep)
+		printDoctorTable(env.Stdout, rep, newPainter(env, env.Stdout))
 	}
 	if !rep.OK {
 		return exitFailure
@@ -374,12 +382,13 @@ func printProblems(w io.Writer, l *loaded) {
 	fmt.Fprintln(w)
 }
 
-func printDoctorTable(w io.Writer, rep doctorReport) {
+func printDoctorTable(w io.Writer, rep doctorReport, p painter) {
 	if len(rep.Servers) == 0 {
 		fmt.Fprintln(w, "No MCP servers configured.")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tSTARTUP\tTOOLS\tBYTES\t~TOKENS\tSANDBOX\tLAUNCHER\tLAST STDERR")
 	dash := func(p *int) string {
 		if p == nil {
@@ -409,6 +418,7 @@ func printDoctorTable(w io.Writer, rep doctorReport) {
 			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
 	}
 	tw.Flush()
+	fmt.Fprint(w, p.column(table.String(), "STATUS", stateColour))
 	fmt.Fprintf(w, "\n* required. ~TOKENS is the sidecar's estimate: %d for the whole catalog.\n", rep.TokensEstimate)
 	fmt.Fprintf(w, "Launcher: %s", rep.Launcher.Status)
 	if rep.Launcher.Reason == noCandidate {
@@ -507,7 +517,7 @@ func printAuthorizations(w io.Writer, servers []doctorServer, now time.Time) {
 		case a != nil && a.Authorized:
 			lines = append(lines, fmt.Sprintf("  %s: authorized (%s)", s.Name, describeToken(a, now)))
 		case s.Status == protocol.StatusNeedsAuthorization || a != nil:
-			lines = append(lines, fmt.Sprintf("  %s: not authorized: run 'mcp-sidecar login %s'", s.Name, s.Name))
+			lines = append(lines, fmt.Sprintf("  %s: not authorized: %s", s.Name, s.loginHint))
 		}
 	}
 	if len(lines) > 0 {

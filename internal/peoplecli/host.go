@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -20,6 +22,9 @@ type host struct {
 	serveDone chan struct{}
 	// log prints the sidecar's warnings for people.
 	log *peopleLog
+	// words, if set, rewrites the sidecar's messages for this command
+	// line (a config key that a flag overrides).
+	words *strings.Replacer
 
 	mu       sync.Mutex
 	handlers []func(hostclient.Notification)
@@ -27,18 +32,24 @@ type host struct {
 
 // startHost starts sidecar.Serve in a goroutine it owns; close stops it.
 // The sidecar logs warnings and errors to logOut. onRequest (may be nil)
-// answers the sidecar's requests.
-func startHost(ctx context.Context, env Env, logOut io.Writer, onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)) *host {
+// answers the sidecar's requests. startupTimeout, when positive, replaces
+// every server's startup_timeout_sec (--startup-timeout).
+func startHost(ctx context.Context, env Env, logOut io.Writer, onRequest func(ctx context.Context, method string, params json.RawMessage) (any, error), startupTimeout time.Duration) *host {
 	hostR, sidecarW := io.Pipe() // sidecar -> host
 	sidecarR, hostW := io.Pipe() // host -> sidecar
 	h := &host{serveDone: make(chan struct{}), log: newPeopleLog(logOut)}
+	if startupTimeout > 0 {
+		// The sidecar names the config key; the bound is the flag's.
+		h.words = strings.NewReplacer("startup_timeout_sec", "--startup-timeout")
+	}
 	go func() {
 		defer close(h.serveDone)
 		sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{
-			Version:      env.Version,
-			Env:          env.LookupEnv,
-			Logger:       slog.New(h.log),
-			InlineSource: commandLine,
+			Version:        env.Version,
+			Env:            env.LookupEnv,
+			Logger:         slog.New(h.log),
+			InlineSource:   commandLine,
+			StartupTimeout: startupTimeout,
 		})
 		// Serve closed its stream (and so both pipe ends it holds); this
 		// is for the host's reader should that ever change.
@@ -70,9 +81,22 @@ func (h *host) dispatch(n hostclient.Notification) {
 // what they were doing in words.
 func (h *host) call(ctx context.Context, method string, params, result any) error {
 	if err := h.client.Call(ctx, method, params, result); err != nil {
-		return describeRPCError(err)
+		err = describeRPCError(err)
+		var re *rpcError
+		if errors.As(err, &re) {
+			re.msg = h.say(re.msg)
+		}
+		return err
 	}
 	return nil
+}
+
+// say is a message of the sidecar in this command line's words.
+func (h *host) say(msg string) string {
+	if h.words == nil {
+		return msg
+	}
+	return h.words.Replace(msg)
 }
 
 // initialize sends initialize and initialized.
@@ -104,13 +128,19 @@ func describeRPCError(err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message}
+	re := &rpcError{code: pe.Code, kind: pe.Data.Kind, msg: pe.Message}
+	if pe.Data.ServerCode != nil {
+		re.serverCode = *pe.Data.ServerCode
+	}
+	return re
 }
 
 type rpcError struct {
 	code int64
 	kind string
 	msg  string
+	// serverCode is the server's own JSON-RPC code, for a server_error.
+	serverCode int64
 }
 
 func (e *rpcError) Error() string { return e.msg }

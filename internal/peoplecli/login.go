@@ -16,7 +16,7 @@ import (
 )
 
 // LoginDoc is login's help text.
-const LoginDoc = `Usage: mcp-sidecar login SERVER [--config FILE]... [--timeout DURATION] [--no-browser]
+const LoginDoc = `Usage: mcp-sidecar login SERVER [--config FILE]... [--trust-project] [--timeout DURATION] [--no-browser]
        mcp-sidecar login --url URL [--timeout DURATION] [--no-browser]
 
 Authorizes mcp-sidecar to use a Streamable HTTP server that asks for OAuth
@@ -34,7 +34,10 @@ The token is kept in the credentials file every harness's sidecar reads
 server URL, oauth_resource and scopes, and refreshed without you. A server
 that is already authorized is left as it is: 'mcp-sidecar logout SERVER'
 first to authorize again. 'mcp-sidecar doctor' shows which servers are
-authorized and when their tokens expire.
+authorized and when their tokens expire, and gives the login command for
+each server that needs authorization ('login --url URL' for one tried with
+--url: the token is kept for its URL, so a server configured with the same
+URL uses it too).
 
 Exit status: 0 when the server is authorized, 1 when not (declined, timed
 out, refused), 2 for a bad command line, 130 when interrupted.
@@ -46,7 +49,7 @@ Examples:
 `
 
 // LogoutDoc is logout's help text.
-const LogoutDoc = `Usage: mcp-sidecar logout SERVER [--config FILE]...
+const LogoutDoc = `Usage: mcp-sidecar logout SERVER [--config FILE]... [--trust-project]
        mcp-sidecar logout --url URL
 
 Forgets the OAuth token of a server: it is removed from the credentials
@@ -63,9 +66,10 @@ func Login(ctx context.Context, env Env, args []string) int {
 	var src serverFlags
 	fs.StringArrayVar(&src.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
 	fs.StringVar(&src.url, "url", "", "authorize a server without a config: its `URL`")
+	fs.BoolVar(&src.trustProject, "trust-project", false, "also find the servers of the project's own files that you have not approved in their tool")
 	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the authorization in the browser, a `DURATION`")
 	noBrowser := fs.Bool("no-browser", false, "only print the URL; do not open a browser")
-	if code, done := parseFlags(env, "login", fs, args, 0, 1); done {
+	if code, done := parseFlags(&env, "login", fs, args, 0, 1); done {
 		return code
 	}
 	l, name, code := loginTarget(env, "login", &src, fs.Args())
@@ -125,7 +129,8 @@ func Logout(ctx context.Context, env Env, args []string) int {
 	var src serverFlags
 	fs.StringArrayVar(&src.config, "config", nil, "read config `FILE` instead of discovering your files (repeatable; later files win)")
 	fs.StringVar(&src.url, "url", "", "a server without a config: its `URL`")
-	if code, done := parseFlags(env, "logout", fs, args, 0, 1); done {
+	fs.BoolVar(&src.trustProject, "trust-project", false, "also find the servers of the project's own files that you have not approved in their tool")
+	if code, done := parseFlags(&env, "logout", fs, args, 0, 1); done {
 		return code
 	}
 	l, name, code := loginTarget(env, "logout", &src, fs.Args())

@@ -122,7 +122,7 @@ func TestLoginDoctorLogout(t *testing.T) {
 	// Logged out, doctor (a host that opens no browser) says what to do.
 	w.browse = func(context.Context, string) error { return errors.New("unexpected browser") }
 	code, out, _ = w.run(Doctor, "--strict")
-	if code != exitFailure || !strings.Contains(out, "needs_authorization") || !strings.Contains(out, "remote: not authorized: run 'mcp-sidecar login remote'") {
+	if code != exitFailure || !strings.Contains(out, "needs_authorization") || !strings.Contains(out, "remote: not authorized: run 'mcp-sidecar login remote --config "+w.config+"'") {
 		t.Errorf("doctor after logout: exit %d:\n%s", code, out)
 	}
 }

@@ -44,6 +44,18 @@ func (l *peopleLog) release() {
 	l.pending = nil
 }
 
+// line prints one line of the command's own (--verbose), held back as
+// records are while a live display is drawn.
+func (l *peopleLog) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		l.pending = append(l.pending, s)
+		return
+	}
+	io.WriteString(l.w, s)
+}
+
 // setQuietStdout drops the records of non-JSON stdout lines.
 func (l *peopleLog) setQuietStdout() {
 	l.mu.Lock()

@@ -1,7 +1,7 @@
 // Package peoplecli is the binary's command line: its command table (serve,
-// what harnesses spawn; the commands for people: doctor, tools, call,
-// resources, prompts, login, logout, probe-launcher; and demo,
-// example-server, version, help). The commands for people drive
+// what harnesses spawn; the commands for people: doctor, list, tools,
+// call, resources, prompts, login, logout, probe-launcher, completion;
+// and demo, example-server, version, help). The commands for people drive
 // an in-process sidecar through the host protocol (sidecar.Serve over
 // pipes, spoken to by hostclient), so what a person sees is what a harness
 // gets: the same config loading, startup, catalog, calls and sandbox
@@ -30,8 +30,10 @@ type Env struct {
 	// Home and Cwd locate the default config files and are the fallback
 	// cwd of stdio servers without one.
 	Home, Cwd string
-	// Version is the sidecar's version, reported as its serverInfo.
+	// Version is the sidecar's version, reported as its serverInfo;
+	// Build says how the binary was built (version --verbose).
 	Version string
+	Build   string
 	// OpenBrowser opens a URL in the user's browser (login); nil is the
 	// system's opener (xdg-open, open, start).
 	OpenBrowser func(ctx context.Context, url string) error
@@ -39,6 +41,11 @@ type Env struct {
 	// in-process sidecar against the protocol schema (tests set it; see
 	// schema.Checker). A command runs one sidecar at a time.
 	Checker *schema.Checker
+
+	// The person's choices from the flags every command for people has
+	// (--no-color, --verbose), set by parseFlags.
+	noColor bool
+	verbose bool
 }
 
 func (e Env) lookup(key string) (string, bool) {

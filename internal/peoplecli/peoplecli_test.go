@@ -30,7 +30,7 @@ func TestParseFlags(t *testing.T) {
 		configs := fs.StringArray("config", nil, "")
 		var out bytes.Buffer
 		env := Env{Stdout: &out, Stderr: &out}
-		if code, done := parseFlags(env, "call", fs, tc.args, 0, -1); done {
+		if code, done := parseFlags(&env, "call", fs, tc.args, 0, -1); done {
 			t.Errorf("%q: exit %d: %s", tc.args, code, out.String())
 			continue
 		}
@@ -39,7 +39,7 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	code, done := parseFlags(Env{Stdout: &out, Stderr: &out}, "call", newFlagSet(), []string{"srv", "--nope"}, 0, -1)
+	code, done := parseFlags(&Env{Stdout: &out, Stderr: &out}, "call", newFlagSet(), []string{"srv", "--nope"}, 0, -1)
 	if !done || code != exitUsage {
 		t.Errorf("an unknown flag after a positional argument: exit %d, done %v", code, done)
 	}
@@ -93,7 +93,7 @@ func TestExplainProbe(t *testing.T) {
 func TestTTYProgress(t *testing.T) {
 	var buf bytes.Buffer
 	w := &lockedWriter{w: &buf}
-	p := newTTYProgress(w, []string{"a", "bb"}, 40)
+	p := newTTYProgress(w, []string{"a", "bb"}, 40, painter{})
 	p.add("a", "starting")
 	p.add("bb", "starting")
 	tools := 3

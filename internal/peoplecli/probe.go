@@ -52,7 +52,7 @@ type probeReport struct {
 func ProbeLauncher(ctx context.Context, env Env, args []string) int {
 	fs := newFlagSet()
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	if code, done := parseFlags(env, "probe-launcher", fs, args, 1, 1); done {
+	if code, done := parseFlags(&env, "probe-launcher", fs, args, 1, 1); done {
 		return code
 	}
 	path := fs.Arg(0)

@@ -97,6 +97,7 @@ func (p *plainProgress) finish() {}
 type ttyProgress struct {
 	w       io.Writer
 	columns int
+	paint   painter
 
 	mu     sync.Mutex
 	width  int
@@ -110,10 +111,11 @@ type ttyProgress struct {
 	wg   sync.WaitGroup
 }
 
-func newTTYProgress(w io.Writer, names []string, columns int) *ttyProgress {
+func newTTYProgress(w io.Writer, names []string, columns int, paint painter) *ttyProgress {
 	p := &ttyProgress{
 		w:       w,
 		columns: columns,
+		paint:   paint,
 		width:   nameWidth(names),
 		lines:   map[string]*serverRun{},
 		states:  map[string]string{},
@@ -177,12 +179,24 @@ func (p *ttyProgress) redraw() {
 		if p.columns > 1 {
 			line = cut(line, p.columns-1)
 		}
+		line = p.paintStatus(line)
 		b.WriteString("\r\x1b[2K")
 		b.WriteString(line)
 		b.WriteString("\n")
 	}
 	p.drawn = len(p.order)
 	io.WriteString(p.w, b.String())
+}
+
+// paintStatus paints the status word of a line of the block (after its
+// cut, so that escape codes do not count as columns).
+func (p *ttyProgress) paintStatus(line string) string {
+	at := 2 + p.width + 2 // "  " + name + "  "
+	if len(line) <= at {
+		return line
+	}
+	word, _, _ := strings.Cut(line[at:], " ")
+	return line[:at] + p.paint.state(word) + line[at+len(word):]
 }
 
 func (p *ttyProgress) finish() {
@@ -230,7 +244,7 @@ func newProgress(env Env, w io.Writer, names []string) progress {
 			columns = n
 		}
 	}
-	return newTTYProgress(w, names, columns)
+	return newTTYProgress(w, names, columns, newPainter(env, env.Stderr))
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

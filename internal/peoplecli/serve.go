@@ -36,7 +36,7 @@ func Serve(ctx context.Context, env Env, args []string) int {
 	fs := newFlagSet()
 	logLevel := fs.String("log-level", "warn", "stderr log `LEVEL`: debug, info, warn or error")
 	maxFrame := fs.Int64("max-frame-bytes", 64<<20, "largest host frame accepted, in bytes")
-	if code, done := parseFlags(env, "serve", fs, oneDashLongFlags(args, serveFlags), 0, 0); done {
+	if code, done := parseFlags(&env, "serve", fs, oneDashLongFlags(args, serveFlags), 0, 0); done {
 		return code
 	}
 	var level slog.Level
@@ -112,7 +112,7 @@ Example:
 func ExampleServer(ctx context.Context, env Env, args []string) int {
 	fs := newFlagSet()
 	sandbox := fs.Bool("sandbox", false, "advertise the codex/sandbox-state capability")
-	if code, done := parseFlags(env, "example-server", fs, oneDashLongFlags(args, []string{"sandbox"}), 0, 0); done {
+	if code, done := parseFlags(&env, "example-server", fs, oneDashLongFlags(args, []string{"sandbox"}), 0, 0); done {
 		return code
 	}
 	if err := exampleserver.Run(ctx, exampleserver.Options{Sandbox: *sandbox}, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {

@@ -34,6 +34,9 @@ type sessionOptions struct {
 	// authorizationTimeout bounds a flow (0: the sidecar's default).
 	authorize            func(ctx context.Context, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error)
 	authorizationTimeout time.Duration
+	// elicit, when set, asks the person what a server asks (form
+	// elicitation): the session declares capabilities.elicitation.
+	elicit func(ctx context.Context, p protocol.ElicitParams) (any, error)
 }
 
 // serverRun is one server's startup as the host saw it.
@@ -59,6 +62,7 @@ func (r *serverRun) elapsed() time.Duration {
 // round-0 startup has completed.
 type session struct {
 	h       *host
+	l       *loaded
 	id      string
 	init    protocol.InitializeResult
 	opened  []protocol.ServerState
@@ -95,27 +99,41 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	if opts.lazy {
 		init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
 	}
-	var onRequest func(context.Context, string, json.RawMessage) (any, error)
+	caps := map[string]any{}
 	if opts.authorize != nil {
-		init["capabilities"] = map[string]any{"authorization": map[string]any{}}
+		caps["authorization"] = map[string]any{}
 		if opts.authorizationTimeout > 0 {
 			init["limits"].(map[string]any)["authorizationTimeoutMs"] = opts.authorizationTimeout.Milliseconds()
 		}
+	}
+	if opts.elicit != nil {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	var onRequest func(context.Context, string, json.RawMessage) (any, error)
+	if len(caps) > 0 {
+		init["capabilities"] = caps
 		onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
-			if method != protocol.RequestAuthorize {
-				return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
+			switch {
+			case method == protocol.RequestAuthorize && opts.authorize != nil:
+				var p protocol.AuthorizeParams
+				if err := json.Unmarshal(params, &p); err != nil {
+					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+				}
+				return opts.authorize(ctx, p)
+			case method == protocol.RequestElicit && opts.elicit != nil:
+				var p protocol.ElicitParams
+				if err := json.Unmarshal(params, &p); err != nil {
+					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+				}
+				return opts.elicit(ctx, p)
 			}
-			var p protocol.AuthorizeParams
-			if err := json.Unmarshal(params, &p); err != nil {
-				return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
-			}
-			return opts.authorize(ctx, p)
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
 		}
 	}
-	s := &session{runs: map[string]*serverRun{}}
+	s := &session{l: l, runs: map[string]*serverRun{}}
 	complete := make(chan struct{})
 	var completeOnce sync.Once
-	s.h = startHost(ctx, env, opts.logOut, onRequest)
+	s.h = startHost(ctx, env, opts.logOut, onRequest, l.startupTimeout)
 	if opts.quietStdout {
 		s.h.log.setQuietStdout()
 	}
@@ -142,7 +160,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 			if p.Status == protocol.StatusStarting {
 				r.began, r.ended, r.err = now, time.Time{}, ""
 			} else {
-				r.ended, r.err = now, p.Error
+				r.ended, r.err = now, s.h.say(p.Error)
 			}
 			cp := *r
 			s.mu.Unlock()
@@ -160,7 +178,13 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 			completeOnce.Do(func() { close(complete) })
 		case protocol.NotifyLog:
 			var p protocol.LogParams
-			if json.Unmarshal(n.Params, &p) != nil || p.Level != "stderr" {
+			if json.Unmarshal(n.Params, &p) != nil {
+				return
+			}
+			if env.verbose {
+				s.h.log.line(describeServerLog(p))
+			}
+			if p.Level != "stderr" {
 				return
 			}
 			var line string
@@ -237,6 +261,9 @@ func (s *session) toolsList(ctx context.Context) (toolsListing, error) {
 	if err := s.h.call(ctx, protocol.MethodToolsList, protocol.ToolsListParams{SessionID: s.id}, &res); err != nil {
 		return toolsListing{}, fmt.Errorf("listing the tools: %w", err)
 	}
+	for i := range res.Servers {
+		res.Servers[i].Error = s.h.say(res.Servers[i].Error)
+	}
 	out := toolsListing{Servers: res.Servers, Tools: make([]listedTool, 0, len(res.Tools))}
 	for _, raw := range res.Tools {
 		var t protocol.Tool
@@ -252,6 +279,9 @@ func (s *session) status(ctx context.Context) (protocol.ServersStatusResult, err
 	var res protocol.ServersStatusResult
 	if err := s.h.call(ctx, protocol.MethodServersStatus, protocol.SessionParams{SessionID: s.id}, &res); err != nil {
 		return res, fmt.Errorf("reading the servers' state: %w", err)
+	}
+	for i := range res.Servers {
+		res.Servers[i].LastError = s.h.say(res.Servers[i].LastError)
 	}
 	return res, nil
 }
@@ -300,4 +330,21 @@ func firstLine(s string) string {
 func errorSummary(errText string) string {
 	head, _, _ := strings.Cut(errText, "; stderr:\n")
 	return firstLine(head)
+}
+
+// describeServerLog is a line of a server's stderr, or a log message it
+// sent, for --verbose: "server "x" stderr: ...", "server "x" log (info): ...".
+func describeServerLog(p protocol.LogParams) string {
+	var text string
+	if json.Unmarshal(p.Data, &text) != nil {
+		text = string(p.Data) // structured data, as the server sent it
+	}
+	text = strings.TrimRight(text, "\r\n")
+	switch {
+	case p.Server == "":
+		return fmt.Sprintf("sidecar (%s): %s\n", p.Level, text)
+	case p.Level == "stderr":
+		return fmt.Sprintf("server %q stderr: %s\n", p.Server, text)
+	}
+	return fmt.Sprintf("server %q log (%s): %s\n", p.Server, p.Level, text)
 }

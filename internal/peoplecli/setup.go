@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // loaded is the user's configuration as the commands see it.
@@ -22,8 +23,9 @@ type loaded struct {
 	// given are the --config files; nil when the files were discovered
 	// or the server was given on the command line.
 	given []string
-	// inline is the server given with --command or --url.
+	// inline is the server given with --command or --url; url is --url.
 	inline json.RawMessage
+	url    string
 	// sources were read, in order; looked are the places discovery
 	// considered (when neither --config nor a server was given).
 	sources []config.Source
@@ -35,6 +37,9 @@ type loaded struct {
 	// trustProject runs the project's servers no recorded approval
 	// covers (--trust-project).
 	trustProject bool
+	// startupTimeout bounds every server's startup in place of its
+	// startup_timeout_sec (--startup-timeout); 0: the config's.
+	startupTimeout time.Duration
 }
 
 // untrusted are the project servers that no recorded approval covers
@@ -101,6 +106,61 @@ func trustFix(us []config.Untrusted) string {
 	return strings.Join(parts, "; ")
 }
 
+// loginCommand is the command that authorizes server name, as login
+// takes it from this command line: the server's name with the same
+// --config files (or --trust-project), or the URL given with --url. A URL
+// with a secret in it is not repeated: the person gives it again.
+func (l *loaded) loginCommand(name string) string {
+	if l.url != "" {
+		if redact.URL(l.url) != l.url {
+			return "mcp-sidecar login --url URL"
+		}
+		return "mcp-sidecar login --url " + shellWord(l.url)
+	}
+	words := []string{"mcp-sidecar", "login", shellWord(name)}
+	for _, f := range l.given {
+		words = append(words, "--config", shellWord(f))
+	}
+	if l.trustProject {
+		words = append(words, "--trust-project")
+	}
+	return strings.Join(words, " ")
+}
+
+// loginHint says how to authorize server name.
+func (l *loaded) loginHint(name string) string {
+	hint := "run '" + l.loginCommand(name) + "'"
+	if l.url != "" && redact.URL(l.url) != l.url {
+		hint += " with the URL you gave"
+	}
+	return hint
+}
+
+// shellWord is s as a shell word: as it is when it needs no quoting,
+// else in double quotes (the commands it goes in are shown in single
+// quotes).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(s) + `"`
+}
+
+// started are the servers a session of only (nil: all) starts: the
+// valid ones, in order.
+func (l *loaded) started(only []string) []string {
+	if only != nil {
+		return only
+	}
+	var names []string
+	for _, n := range l.names {
+		if l.servers[n] != nil {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // invalid reports the errors of server name's definition.
 func (l *loaded) invalid(name string) []*config.Error {
 	if c := l.cfg.Servers[name]; c != nil {
@@ -131,12 +191,13 @@ func (l *loaded) usedProblems(only []string) config.Errors {
 // files (--config), or one server given on the command line (--command or
 // --url, with --header and --name), else the files discovery finds.
 type serverFlags struct {
-	config       []string
-	command      string
-	url          string
-	headers      []string
-	name         string
-	trustProject bool
+	config         []string
+	command        string
+	url            string
+	headers        []string
+	name           string
+	trustProject   bool
+	startupTimeout time.Duration
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet) {
@@ -146,10 +207,23 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header for --url, `\"NAME: VALUE\"` (repeatable)")
 	fs.StringVar(&f.name, "name", "", "server `NAME` for --command or --url (default: from the command or host)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "run this once the servers of the project's own files that you have not approved in their tool")
+	fs.DurationVar(&f.startupTimeout, "startup-timeout", 0, "how long each server may take to start, a `DURATION` such as 90s (default: its startup_timeout_sec, else 30s)")
 }
 
 // load reads the configuration the flags name.
 func (f *serverFlags) load(env Env) (*loaded, error) {
+	if f.startupTimeout < 0 {
+		return nil, fmt.Errorf("--startup-timeout must not be negative")
+	}
+	l, err := f.loadServers(env)
+	if err != nil {
+		return nil, err
+	}
+	l.startupTimeout = f.startupTimeout
+	return l, nil
+}
+
+func (f *serverFlags) loadServers(env Env) (*loaded, error) {
 	if f.trustProject && (len(f.config) > 0 || f.command != "" || f.url != "") {
 		return nil, fmt.Errorf("--trust-project is for the files found in the project; --config, --command and --url are always used")
 	}
@@ -200,7 +274,7 @@ func (f *serverFlags) load(env Env) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{inline: inline, cwd: env.Cwd}
+	l := &loaded{inline: inline, url: f.url, cwd: env.Cwd}
 	l.cfg = config.LoadAs(nil, inline, commandLine, env.lookup)
 	l.servers = l.cfg.Valid()
 	l.names = l.cfg.Names()
