@@ -87,6 +87,8 @@ func TestScopeKeyDiffers(t *testing.T) {
 		{"http header name", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.HTTPHeaders = map[string]string{"X-Other": secretToken} })},
 		{"env http header value", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.env["ORG_ID"] = "org-2" })},
 		{"env http header var", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.EnvHTTPHeaders["X-Org"] = "PASS_ME" })},
+		{"header helper", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" })},
+		{"header helper command", http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" }), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account b" })},
 		{"stdio vs http", stdio(func(*scopeInput) {}), http(func(in *scopeInput) { in.server = "fs" })},
 	}
 	for _, tt := range tests {

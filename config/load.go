@@ -40,6 +40,9 @@ type parsed struct {
 	// untrusted are the servers the source's Trust does not approve
 	// (Source left empty): not decoded, not in servers.
 	untrusted []Untrusted
+	// format is the source's format as detected (FormatCodex,
+	// FormatMCPServers, FormatVSCode...), for a Source of FormatAuto.
+	format string
 }
 
 func failed(e *Error) parsed {
@@ -202,7 +205,9 @@ func parseSource(src Source, data []byte, env Lookup) parsed {
 		format = FormatCodex
 	}
 	if format == FormatCodex {
-		return parseTOML(src, filepath.Dir(abs), data)
+		r := parseTOML(src, filepath.Dir(abs), data)
+		r.format = FormatCodex
+		return r
 	}
 	return parseClientJSON(src, format, abs, data, env)
 }
@@ -339,9 +344,11 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		// the project, so relative paths are the project's.
 		dir = x.workspace
 	}
-	return decodeServers(servers, src.Trust, func(name string) *serverDecoder {
+	r := decodeServers(servers, src.Trust, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: d, file: path, name: name, dir: dir, x: x}
 	})
+	r.format = format
+	return r
 }
 
 // decodeServers decodes each server of obj that trust approves, in name
@@ -429,6 +436,9 @@ func LoadAs(sources []Source, inline json.RawMessage, inlineName string, env Loo
 	l := &Loaded{Servers: map[string]*ServerConfig{}}
 	from := map[string]Source{}
 	merge := func(src Source, r parsed) {
+		if src.Format == FormatAuto {
+			src.Format = r.format // what it was read as: the syntax of its servers
+		}
 		rep := SourceReport{Source: src, Servers: sortedKeys(r.servers)}
 		for _, e := range r.errs {
 			if e.Server == "" && rep.Err == nil && len(r.servers) == 0 && len(r.untrusted) == 0 {

@@ -79,6 +79,9 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 		if c.HTTPHeadersHelper != "" {
 			report("http_headers_helper", msg)
 		}
+		if c.HTTPHeadersHelperTimeoutSec != nil {
+			report("http_headers_helper_timeout_sec", msg)
+		}
 		if c.OAuth != nil {
 			report("oauth", msg)
 		}

@@ -55,6 +55,8 @@ type environment struct {
 	auth *oauth.Manager
 	// scrub holds what is scrubbed from each server's words (secrets.go).
 	scrub scrubbers
+	// helperSecrets are the values header helpers gave (headers.go).
+	helperSecrets helperSecrets
 
 	// searches holds the search analyses of servers' tools that sessions
 	// share (tools/search).

@@ -30,6 +30,11 @@ type Options struct {
 	// Env is the sidecar's environment: the source of the children's
 	// allowlisted variables, env_vars, bearer tokens and header values.
 	Env config.Lookup
+	// Environ is the sidecar's whole environment ("NAME=value"): what a
+	// stdio server of Claude Code's, Cursor's or VS Code's files starts
+	// from, as those tools pass theirs (config.ChildEnv), and what a
+	// header helper runs with. Nil: os.Environ.
+	Environ func() []string
 	// Logger receives the sidecar's own logs (stderr in production).
 	Logger *slog.Logger
 	// Prober verifies the launcher candidate; nil means a fresh prober.

@@ -613,6 +613,7 @@ func (sc *serverConn) start(a *startAttempt) {
 			if !errors.As(err, &pe) {
 				// mcpclient's errors name the server already.
 				why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", sc.name))
+				why = sc.withEnvHint(sc.connConfig(), why)
 				err = protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 					fmt.Sprintf("server %q failed to start: %s", sc.name, why)).WithServer(sc.name, "").Retry()
 			}
@@ -632,6 +633,10 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 		return nil, nil, fmt.Errorf("waiting for a startup slot: %w", err)
 	}
 	opts := sc.clientOptions()
+	opts.Config = sc.connConfig()
+	if opts.Config.HTTPHeadersHelper != "" {
+		opts.DynamicHeaders = sc.dynamicHeaders(opts.Config)
+	}
 	opts.OAuth = sc.oauthHandler(budget)
 	opts.HTTPClient = oauthClient(opts.OAuth)
 	conn, err := mcpclient.Connect(ctx, opts)
