@@ -61,8 +61,9 @@ func ServerFor(cfg *config.ServerConfig, env config.Lookup) (srv Server, ok bool
 			srv.ClientSecret = v
 		}
 	}
-	if cfg.OAuthCredentialsStore == "keyring" {
-		return srv, true, &ConfigError{fmt.Sprintf(`server %q: mcp_oauth_credentials_store = "keyring": mcp-sidecar keeps OAuth tokens only in its own credentials file (0600); set it to "file" or "auto" to use it`, cfg.Name)}
+	srv.CredentialsStore, srv.StoreSource = cfg.OAuthCredentialsStore, cfg.Origin.Path
+	if srv.StoreSource == "" {
+		srv.StoreSource = cfg.Source
 	}
 	return srv, true, nil
 }

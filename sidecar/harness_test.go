@@ -125,7 +125,9 @@ func newOptionsHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger, e
 		}
 		return os.LookupEnv(k)
 	}
-	opts := sidecar.Options{Env: env, Logger: logger}
+	// No test reaches the OS keychain: one that wants a keychain gives
+	// its own (edit).
+	opts := sidecar.Options{Env: env, Logger: logger, Keyring: noKeychain{}}
 	if edit != nil {
 		edit(&opts)
 	}

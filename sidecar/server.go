@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -35,6 +36,10 @@ type Options struct {
 	// from, as those tools pass theirs (config.ChildEnv), and what a
 	// header helper runs with. Nil: os.Environ.
 	Environ func() []string
+	// Keyring is the OS keychain of the servers whose
+	// mcp_oauth_credentials_store is "keyring" or "auto"; nil: the
+	// system's (oauth.OSKeyring).
+	Keyring oauth.Keyring
 	// Logger receives the sidecar's own logs (stderr in production).
 	Logger *slog.Logger
 	// Prober verifies the launcher candidate; nil means a fresh prober.
