@@ -65,8 +65,10 @@ var ErrKeyringNotFound = keyring.ErrNotFound
 type OSKeyring struct{}
 
 func (OSKeyring) Get(service, account string) (string, error) { return keyring.Get(service, account) }
-func (OSKeyring) Set(service, account, secret string) error   { return keyring.Set(service, account, secret) }
-func (OSKeyring) Delete(service, account string) error        { return keyring.Delete(service, account) }
+func (OSKeyring) Set(service, account, secret string) error {
+	return keyring.Set(service, account, secret)
+}
+func (OSKeyring) Delete(service, account string) error { return keyring.Delete(service, account) }
 
 // keyringService is Codex's service name for MCP OAuth tokens.
 const keyringService = "Codex MCP Credentials"
