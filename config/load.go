@@ -195,6 +195,8 @@ func loadSource(src Source, env Lookup) parsed {
 
 // parseSource is loadSource on data already read.
 func parseSource(src Source, data []byte, env Lookup) parsed {
+	// A trust record's approval is of this content only.
+	src.Trust = src.Trust.forContent(data)
 	path := src.Path
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -93,14 +93,14 @@ func PassVariable(c *ServerConfig, name string, set bool) string {
 		if set {
 			return pass + " (Codex passes a server only the variables it names)"
 		}
-		return fmt.Sprintf("set %s where mcp-sidecar runs and %s, or give its value in [mcp_servers.%s.env]", name, pass, c.Name)
+		return fmt.Sprintf("set it where mcp-sidecar runs and %s, or give its value in [mcp_servers.%s.env]", pass, c.Name)
 	case !c.InheritEnv:
 		// Inline config, in Codex's keys.
 		pass := fmt.Sprintf(`add "env_vars": [%q] to server %q's settings in %s`, name, c.Name, where)
 		if set {
 			return pass + " (only the variables it names are passed on)"
 		}
-		return fmt.Sprintf("set %s where mcp-sidecar runs and %s, or give its value in \"env\"", name, pass)
+		return fmt.Sprintf("set it where mcp-sidecar runs and %s, or give its value in \"env\"", pass)
 	}
 	ref := "${env:" + name + "}"
 	switch {
@@ -109,8 +109,8 @@ func PassVariable(c *ServerConfig, name string, set bool) string {
 	case c.Origin.Tool == "" && c.Origin.Format != FormatVSCode:
 		ref = "${" + name + "} (Claude Code) or ${env:" + name + "} (Cursor)"
 	}
-	return fmt.Sprintf(`set %s in the environment mcp-sidecar starts from (the servers of %s get all of it, as in %s), or give it in the server's "env" there: "env": {%q: "..."}, where %s reads another variable`,
-		name, where, toolOf(c), name, ref)
+	return fmt.Sprintf(`set it where mcp-sidecar starts (the servers of %s get its whole environment, as in %s) or give it in the server's "env" there: "env": {%q: "..."} (%s reads another variable)`,
+		where, toolOf(c), name, ref)
 }
 
 // toolOf names the tool whose file defines c, for people.

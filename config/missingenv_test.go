@@ -100,11 +100,11 @@ func TestMissingVariableHint(t *testing.T) {
 		{"codex, set", "codex/config.toml", "[mcp_servers.gh]\ncommand = \"x\"\n", sidecarHas,
 			`its stderr mentions GITHUB_TOKEN, which is set but not passed to the server: add env_vars = ["GITHUB_TOKEN"] to [mcp_servers.gh] in FILE (Codex passes a server only the variables it names)`},
 		{"codex, unset", "codex/config.toml", "[mcp_servers.gh]\ncommand = \"x\"\n", sidecarLacks,
-			`its stderr mentions GITHUB_TOKEN, which is not set: set GITHUB_TOKEN where mcp-sidecar runs and add env_vars = ["GITHUB_TOKEN"] to [mcp_servers.gh] in FILE, or give its value in [mcp_servers.gh.env]`},
+			`its stderr mentions GITHUB_TOKEN, which is not set: set it where mcp-sidecar runs and add env_vars = ["GITHUB_TOKEN"] to [mcp_servers.gh] in FILE, or give its value in [mcp_servers.gh.env]`},
 		{"claude", "proj/.mcp.json", `{"mcpServers": {"gh": {"command": "x"}}}`, sidecarLacks,
-			`its stderr mentions GITHUB_TOKEN, which is not set: set GITHUB_TOKEN in the environment mcp-sidecar starts from (the servers of FILE get all of it, as in Claude Code and Cursor), or give it in the server's "env" there: "env": {"GITHUB_TOKEN": "..."}, where ${GITHUB_TOKEN} (Claude Code) or ${env:GITHUB_TOKEN} (Cursor) reads another variable`},
+			`its stderr mentions GITHUB_TOKEN, which is not set: set it where mcp-sidecar starts (the servers of FILE get its whole environment, as in Claude Code and Cursor) or give it in the server's "env" there: "env": {"GITHUB_TOKEN": "..."} (${GITHUB_TOKEN} (Claude Code) or ${env:GITHUB_TOKEN} (Cursor) reads another variable)`},
 		{"vscode", "proj/.vscode/mcp.json", `{"servers": {"gh": {"command": "x"}}}`, sidecarLacks,
-			`its stderr mentions GITHUB_TOKEN, which is not set: set GITHUB_TOKEN in the environment mcp-sidecar starts from (the servers of FILE get all of it, as in VS Code), or give it in the server's "env" there: "env": {"GITHUB_TOKEN": "..."}, where ${env:GITHUB_TOKEN} reads another variable`},
+			`its stderr mentions GITHUB_TOKEN, which is not set: set it where mcp-sidecar starts (the servers of FILE get its whole environment, as in VS Code) or give it in the server's "env" there: "env": {"GITHUB_TOKEN": "..."} (${env:GITHUB_TOKEN} reads another variable)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestMissingVariableHint(t *testing.T) {
 	proj := t.TempDir()
 	path := writeFile(t, proj, ".cursor/mcp.json", `{"mcpServers": {"gh": {"command": "x"}}}`)
 	l := Load([]Source{{Path: path, Format: FormatMCPServers, Tool: ToolCursor}}, nil, sidecarLacks)
-	if got := MissingVariableHint(l.Servers["gh"], stderr, sidecarLacks); !strings.Contains(got, "as in Cursor)") || !strings.Contains(got, "where ${env:GITHUB_TOKEN} reads") {
+	if got := MissingVariableHint(l.Servers["gh"], stderr, sidecarLacks); !strings.Contains(got, "as in Cursor)") || !strings.Contains(got, "(${env:GITHUB_TOKEN} reads") {
 		t.Errorf("hint %q", got)
 	}
 }

@@ -116,7 +116,7 @@ func TestStartupFailureNamesMissingVariable(t *testing.T) {
 		errs[f.Server] = f.Error
 	}
 	for server, want := range map[string][]string{
-		"needy": {`its stderr mentions SIDECAR_TEST_UNSET_TOKEN, which is not set: set SIDECAR_TEST_UNSET_TOKEN in the environment mcp-sidecar starts from`,
+		"needy": {`its stderr mentions SIDECAR_TEST_UNSET_TOKEN, which is not set: set it where mcp-sidecar starts`,
 			`"env": {"SIDECAR_TEST_UNSET_TOKEN": "..."}`, "; stderr:\n"},
 		"picky": {`its stderr mentions SIDECAR_TEST_SET_TOKEN, which is set but not passed to the server: add env_vars = ["SIDECAR_TEST_SET_TOKEN"] to [mcp_servers.picky] in ` + codex},
 	} {
