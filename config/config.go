@@ -113,6 +113,17 @@ type ServerConfig struct {
 	// the definition (nil: the allowlist only).
 	Environ []string `json:"-" toml:"-"`
 
+	// Inputs are the VS Code inputs (${input:ID}) the definition uses,
+	// sorted by id: until WithInputs gives their values, the definition
+	// holds placeholders where they go and cannot be started.
+	Inputs []Input `json:"-" toml:"-"`
+	// Template is the definition WithInputs made this one from (nil for
+	// one read from a file), and InputDigests the SHA-256 of each value it
+	// put in, by input id: what the discovery scope is computed from, so
+	// that no value enters it (catalog.ScopeKey).
+	Template     *ServerConfig     `json:"-" toml:"-"`
+	InputDigests map[string]string `json:"-" toml:"-"`
+
 	// Problems are the errors of an invalid definition: such a server is
 	// never started, and the host sees it in state "invalid" with them.
 	// The other fields hold what could be read.

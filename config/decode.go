@@ -114,6 +114,9 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 		return sd.c, nil
 	}
 	sd.keys = make(map[string]string)
+	if sd.x != nil {
+		sd.x.used = nil // the inputs of this server
+	}
 	for _, key := range sortedKeys(obj) {
 		v := obj[key]
 		if v == nil {
@@ -122,6 +125,11 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 		sd.decodeKey(key, v)
 	}
 	sd.finish()
+	if sd.x != nil {
+		for _, id := range sortedKeys(sd.x.used) {
+			sd.c.Inputs = append(sd.c.Inputs, sd.x.inputs[id])
+		}
+	}
 	sd.errs = append(sd.errs, validate(sd.c, sd.keys)...)
 	sd.c.Problems = sd.errs
 	return sd.c, sd.warnings
@@ -623,7 +631,9 @@ func (sd *serverDecoder) finish() {
 		sd.checkType()
 	}
 	if sd.envFile != "" {
-		if c.URL != "" && c.Command == "" {
+		if hasInputMark(sd.envFile) {
+			sd.errorf("envFile", "cannot use ${input:...}: the file is read before anyone can be asked")
+		} else if c.URL != "" && c.Command == "" {
 			sd.errorf("envFile", "not supported for a streamable HTTP server (url); it applies only to stdio servers (command)")
 		} else if vars, problem := readEnvFile(resolveAgainst(sd.dir, sd.envFile), sd.x.shown(sd.envFileRaw)); problem != "" {
 			sd.errorf("envFile", "%s", problem)

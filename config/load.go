@@ -267,6 +267,9 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		where string // where it is, for errors
 		d     dialect
 		syn   syntax
+		// inputsRaw is VS Code's top-level "inputs".
+		inputsRaw any
+		hasInputs bool
 	)
 	switch format {
 	case FormatClaudeUser, FormatClaudeLocal:
@@ -323,6 +326,7 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 			where, d, syn = "mcpServers", dialectClaude, syntaxClaude
 		}
 		raw = obj[where]
+		inputsRaw, hasInputs = obj["inputs"]
 	}
 	if raw == nil {
 		return empty
@@ -332,6 +336,12 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
+	var inputErrs Errors
+	if d == dialectVSCode {
+		if hasInputs && inputsRaw != nil {
+			x.inputs, inputErrs = decodeInputs(path, inputsRaw)
+		}
+	}
 	switch {
 	case src.Project != "":
 		x.workspace = src.Project
@@ -349,6 +359,7 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 	r := decodeServers(servers, src.Trust, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: d, file: path, name: name, dir: dir, x: x}
 	})
+	r.errs = append(inputErrs, r.errs...)
 	r.format = format
 	return r
 }

@@ -117,7 +117,9 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 		}
 	}
 
-	if c.URL != "" {
+	// A URL with an input's placeholder is checked once it has its value
+	// (WithInputs).
+	if c.URL != "" && !hasInputMark(c.URL) {
 		u, err := url.Parse(c.URL)
 		// The URL is not quoted: its query or userinfo may hold a token.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -57,6 +57,8 @@ type environment struct {
 	scrub scrubbers
 	// helperSecrets are the values header helpers gave (headers.go).
 	helperSecrets helperSecrets
+	// inputs are the values of VS Code inputs given so far (inputs.go).
+	inputs inputStore
 
 	// searches holds the search analyses of servers' tools that sessions
 	// share (tools/search).
@@ -129,6 +131,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	if err != nil {
 		return result{}, err
 	}
+	unaskedInputs(loaded, p.Capabilities.Inputs)
 	for _, e := range loaded.Errors {
 		// The host has them in the result; the log is for its operators.
 		s.logger.Info("config error", "problem", e.Error())

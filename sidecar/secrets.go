@@ -25,8 +25,8 @@ type scrubbers struct {
 
 // serverSecrets is what is scrubbed from the text server of env writes:
 // the secrets its configuration gives it (redact.ServerValues, read from
-// the sidecar's environment), the headers its header helper gave and,
-// for a server that uses OAuth, the tokens the sidecar holds for it as
+// the sidecar's environment), the values given for its VS Code inputs,
+// the headers its header helper gave and, for a server that uses OAuth, the tokens the sidecar holds for it as
 // they are at each use. Nil for a server env does not know.
 func (s *Server) serverSecrets(env *environment, server string) *redact.Secrets {
 	if env == nil {
@@ -52,6 +52,7 @@ func (s *Server) serverSecrets(env *environment, server string) *redact.Secrets 
 		if tokens != nil {
 			vals = tokens()
 		}
+		vals = append(vals, env.inputs.of(cfg)...)
 		return append(vals, env.helperSecrets.of(server)...)
 	}
 	sec := redact.NewSecrets(redact.ServerValues(cfg, s.opts.Env), dynamic)

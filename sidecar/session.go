@@ -223,10 +223,18 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		}
 	}()
 
+	// Before anything starts: the values of the inputs its servers use.
+	given, err := s.giveInputs(ctx, env, id, names)
+	if err != nil {
+		return result{}, err
+	}
 	res := protocol.SessionOpenResult{SessionID: id, Servers: []protocol.ServerState{}}
 	var eager []string
 	for _, name := range names {
 		cfg := env.servers[name]
+		if g, ok := given[name]; ok {
+			cfg = g
+		}
 		sc := &serverConn{
 			sess:       sess,
 			name:       name,

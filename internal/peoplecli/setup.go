@@ -241,6 +241,7 @@ func (f *serverFlags) loadServers(env Env) (*loaded, error) {
 		if f.trustProject {
 			rememberTrust(env, l, env.Stderr)
 		}
+		noTerminalForInputs(env, l)
 		return l, nil
 	}
 	if f.command != "" && f.url != "" {

@@ -83,6 +83,9 @@ pub struct HostCapabilities {
     /// The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationCapability>,
+    /// The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<bool>,
 }
 
 /// The sandbox launcher candidate to probe.
@@ -1361,7 +1364,7 @@ pub struct ServerCatalog {
     /// The catalog awaits a refresh (its last refresh failed and the cooldown runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
-    /// Why the server failed or disconnected.
+    /// Why the server failed, disconnected or is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The server's supports_parallel_tool_calls: its tools may be called in parallel.
@@ -2392,9 +2395,9 @@ pub struct ToolsSearchParams {
     /// The session, as session/open returned it.
     #[serde(rename = "sessionId")]
     pub session_id: String,
-    /// Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact qualified names.
+    /// Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact names, qualified or the servers' own.
     pub query: String,
-    /// The most results (default 5); select: returns every tool it names.
+    /// The most results, at least 1 (default 5: leave it out); select: returns every tool it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// Only these servers of the session.
@@ -2420,6 +2423,9 @@ pub struct ToolSearchResult {
 pub struct ToolsSearchResult {
     /// Best first.
     pub results: Vec<ToolSearchResult>,
+    /// The names of a select: query that name no tool of the servers searched, in the order given; absent when every name was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -2466,6 +2472,37 @@ pub struct AuthorizeResult {
 pub struct LogoutResult {
     /// Credentials were stored for the server, and are gone.
     pub removed: bool,
+}
+
+/// One input of a VS Code mcp.json to ask the user for.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputParams {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The server whose startup needs it (the answer serves every server and session that uses the input).
+    pub server: String,
+    /// The input's id, as ${input:ID} names it.
+    pub id: String,
+    /// The file that declares it.
+    pub source: String,
+    /// The question to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Hide the answer as it is typed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<bool>,
+    /// The file's default answer, to offer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// {value} with the user's answer, or {cancelled: true}.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -2733,6 +2770,8 @@ pub enum HostRequest {
     Sample(SampleParams),
     /// A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session.
     Authorize(AuthorizeParams),
+    /// A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs.
+    Input(InputParams),
     Other { method: String, params: Value },
 }
 
@@ -2744,6 +2783,7 @@ impl HostRequest {
             "mcp/roots" => HostRequest::Roots(serde_json::from_value(params)?),
             "mcp/sample" => HostRequest::Sample(serde_json::from_value(params)?),
             "mcp/authorize" => HostRequest::Authorize(serde_json::from_value(params)?),
+            "mcp/input" => HostRequest::Input(serde_json::from_value(params)?),
             _ => HostRequest::Other { method: method.to_string(), params },
         })
     }
@@ -2843,6 +2883,8 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("sidecarToHost", "result", "mcp/sample") => d::<CreateMessageResult>(text),
         ("sidecarToHost", "params", "mcp/authorize") => d::<AuthorizeParams>(text),
         ("sidecarToHost", "result", "mcp/authorize") => d::<AuthorizeResult>(text),
+        ("sidecarToHost", "params", "mcp/input") => d::<InputParams>(text),
+        ("sidecarToHost", "result", "mcp/input") => d::<InputResult>(text),
         ("hostToSidecar", "notification", "initialized") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "exit") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "$/cancelRequest") => d::<CancelParams>(text),

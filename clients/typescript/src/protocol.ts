@@ -21,6 +21,8 @@ export interface HostCapabilities {
   sampling?: SamplingCapability;
   /** The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL. */
   authorization?: AuthorizationCapability;
+  /** The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid. */
+  inputs?: boolean;
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -236,7 +238,7 @@ export interface ServerCatalog {
   catalog: "live" | "cached" | "none";
   /** The catalog awaits a refresh (its last refresh failed and the cooldown runs). */
   stale?: boolean;
-  /** Why the server failed or disconnected. */
+  /** Why the server failed, disconnected or is invalid. */
   error?: string;
   /** The server's supports_parallel_tool_calls: its tools may be called in parallel. */
   supportsParallelToolCalls?: boolean;
@@ -706,9 +708,9 @@ export interface ServerApproval {
 export interface ToolsSearchParams {
   /** The session, as session/open returned it. */
   sessionId: string;
-  /** Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact qualified names. */
+  /** Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact names, qualified or the servers' own. */
   query: string;
-  /** The most results (default 5); select: returns every tool it names. */
+  /** The most results, at least 1 (default 5: leave it out); select: returns every tool it names. */
   limit?: number;
   /** Only these servers of the session. */
   servers?: Array<string>;
@@ -730,6 +732,8 @@ export interface ToolSearchResult {
 export interface ToolsSearchResult {
   /** Best first. */
   results: Array<ToolSearchResult>;
+  /** The names of a select: query that name no tool of the servers searched, in the order given; absent when every name was found. */
+  missing?: Array<string>;
 }
 
 export interface ToolsGetParams {
@@ -787,6 +791,29 @@ export interface NeedsAuthorizationServer {
 export interface LogoutResult {
   /** Credentials were stored for the server, and are gone. */
   removed: boolean;
+}
+
+/** One input of a VS Code mcp.json to ask the user for. */
+export interface InputParams {
+  sessionId: string;
+  /** The server whose startup needs it (the answer serves every server and session that uses the input). */
+  server: string;
+  /** The input's id, as ${input:ID} names it. */
+  id: string;
+  /** The file that declares it. */
+  source: string;
+  /** The question to show. */
+  description?: string;
+  /** Hide the answer as it is typed. */
+  password?: boolean;
+  /** The file's default answer, to offer. */
+  default?: string;
+}
+
+/** {value} with the user's answer, or {cancelled: true}. */
+export interface InputResult {
+  value?: string;
+  cancelled?: boolean;
 }
 
 /** Requests from the host to the sidecar: params and result of each method. */
@@ -853,6 +880,8 @@ export interface HostRequestMap {
   "mcp/sample": { params: SampleParams; result: CreateMessageResult };
   /** A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session. */
   "mcp/authorize": { params: AuthorizeParams; result: AuthorizeResult };
+  /** A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs. */
+  "mcp/input": { params: InputParams; result: InputResult };
 }
 
 /** Notifications from the sidecar to the host: the params of each. */
