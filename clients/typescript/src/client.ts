@@ -318,7 +318,12 @@ export class SidecarClient {
     if (this.#malformedHandlers.size === 0) {
       process.stderr.write(`mcp-sidecar client: ${error.message}\n`);
     }
-    for (const h of [...this.#malformedHandlers]) h(error);
+    // After the reader's step, in order: a handler that throws does not
+    // leave the reader half way through the bytes.
+    const handlers = [...this.#malformedHandlers];
+    queueMicrotask(() => {
+      for (const h of handlers) h(error);
+    });
   }
 
   /**
