@@ -278,12 +278,138 @@ export interface ToolsCallParams {
 
 /** The server's CallToolResult as it sent it. */
 export interface CallToolResult {
-  content?: Array<{ [key: string]: unknown }>;
+  content?: Array<ContentBlock>;
   structuredContent?: { [key: string]: unknown };
   /** The tool ran and failed. */
   isError?: boolean;
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
+}
+
+/** Who a content block is meant for (MCP's Role). */
+export type Role = "user" | "assistant";
+
+/** MCP's Annotations of a content block or resource: hints for the client. */
+export interface Annotations {
+  audience?: Array<Role>;
+  /** How important the data is, from 0 (entirely optional) to 1 (effectively required). */
+  priority?: number;
+  /** ISO 8601 time of the last change. */
+  lastModified?: string;
+  [key: string]: unknown;
+}
+
+/** MCP's Icon: an image a user interface may show. */
+export interface Icon {
+  /** An http(s) URL or a data: URI. */
+  src: string;
+  mimeType?: string;
+  /** WxH sizes (48x48), or any. */
+  sizes?: Array<string>;
+  theme?: "light" | "dark";
+  [key: string]: unknown;
+}
+
+/** MCP's TextContent. */
+export interface TextContent {
+  type: "text";
+  text: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's ImageContent. */
+export interface ImageContent {
+  type: "image";
+  /** The image, base64-encoded. */
+  data: string;
+  mimeType: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's AudioContent. */
+export interface AudioContent {
+  type: "audio";
+  /** The audio, base64-encoded. */
+  data: string;
+  mimeType: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's ResourceLink: a resource of the server for the client to read (resources/read); it need not be in resources/list. */
+export interface ResourceLink {
+  type: "resource_link";
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  /** The size in bytes before any encoding, when known. */
+  size?: number;
+  icons?: Array<Icon>;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's EmbeddedResource: the contents of a resource in the result. */
+export interface EmbeddedResource {
+  type: "resource";
+  resource: ResourceContents;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's contents of a resource: text, or a base64 blob. */
+export type ResourceContents = TextResourceContents | BlobResourceContents;
+
+/** MCP's TextResourceContents. */
+export interface TextResourceContents {
+  uri: string;
+  mimeType?: string;
+  text: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's BlobResourceContents. */
+export interface BlobResourceContents {
+  uri: string;
+  mimeType?: string;
+  /** The bytes, base64-encoded. */
+  blob: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** A content block of a type this version does not know (a later MCP version's), as the server sent it. */
+export interface UnknownContentBlock {
+  type: string;
+  [key: string]: unknown;
+}
+
+/** MCP's ContentBlock, told apart by type; a block of another type is an UnknownContentBlock. */
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContentBlock;
+
+/** The ContentBlock kinds this version knows (without UnknownContentBlock). */
+export type KnownContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
+
+/** The type of each kind of KnownContentBlock. */
+export const CONTENT_BLOCK_TYPES = ["text","image","audio","resource_link","resource"] as const;
+
+/**
+ * Whether the value is of a kind this version knows:
+ * narrow with it, then switch on type. A kind a later version adds comes as UnknownContentBlock.
+ */
+export function isKnownContentBlock(value: ContentBlock): value is KnownContentBlock {
+  const tag = (value as { type?: unknown }).type;
+  return tag === undefined ? false : (CONTENT_BLOCK_TYPES as readonly unknown[]).includes(tag);
 }
 
 export interface ServerRequestParams {
@@ -481,16 +607,111 @@ export interface ElicitParams {
   sessionId: string;
   server: string;
   /** The server's elicitation/create params as it sent them. */
-  params: { [key: string]: unknown };
+  params: ElicitRequestParams;
 }
 
 /** MCP's ElicitResult, sent on to the server. */
 export interface ElicitResult {
   action: "accept" | "decline" | "cancel";
-  content?: { [key: string]: unknown };
+  /** With accept of a form: the fields' values. */
+  content?: { [key: string]: ElicitValue };
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
 }
+
+/** MCP's elicitation/create params, told apart by mode: a form (mode form, or absent) or a URL; a mode this version does not know is an UnknownElicitRequestParams. */
+export type ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams | UnknownElicitRequestParams;
+
+/** The ElicitRequestParams kinds this version knows (without UnknownElicitRequestParams). */
+export type KnownElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams;
+
+/** The mode of each kind of KnownElicitRequestParams. */
+export const ELICIT_REQUEST_PARAMS_MODES = ["form","url"] as const;
+
+/**
+ * Whether the value is of a kind this version knows (without mode: ElicitRequestFormParams):
+ * narrow with it, then switch on mode. A kind a later version adds comes as UnknownElicitRequestParams.
+ */
+export function isKnownElicitRequestParams(value: ElicitRequestParams): value is KnownElicitRequestParams {
+  const tag = (value as { mode?: unknown }).mode;
+  return tag === undefined ? true : (ELICIT_REQUEST_PARAMS_MODES as readonly unknown[]).includes(tag);
+}
+
+/** A form: ask the user for the fields of requestedSchema, and answer them as the content of an accept. */
+export interface ElicitRequestFormParams {
+  mode?: "form";
+  message: string;
+  requestedSchema: ElicitationSchema;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** A URL elicitation: show message, open url with the user's consent and answer the action (no content); the server may send mcp/elicitationComplete with elicitationId later. */
+export interface ElicitRequestURLParams {
+  mode: "url";
+  message: string;
+  elicitationId: string;
+  url: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** Elicitation params of a mode this version does not know, as the server sent them. */
+export interface UnknownElicitRequestParams {
+  mode: string;
+  [key: string]: unknown;
+}
+
+/** MCP's requestedSchema: a flat object of primitive fields. */
+export interface ElicitationSchema {
+  $schema?: string;
+  type: "object";
+  /** The fields by name. */
+  properties: { [key: string]: PrimitiveSchemaDefinition };
+  required?: Array<string>;
+  [key: string]: unknown;
+}
+
+/** One field of a form (MCP's PrimitiveSchemaDefinition, its variants as one object): a string (format, minLength, maxLength; a single choice with enum or oneOf), a number or integer (minimum, maximum), a boolean, or an array (a multiple choice: items.enum or items.anyOf, minItems, maxItems). */
+export interface PrimitiveSchemaDefinition {
+  type: "string" | "number" | "integer" | "boolean" | "array";
+  title?: string;
+  description?: string;
+  /** The field's value when the answer leaves it out: a string, number or boolean, or a list of strings for an array. */
+  default?: unknown;
+  /** email, uri, date or date-time. */
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  /** The values of a single choice without titles. */
+  enum?: Array<string>;
+  /** Titles of the enum values (MCP's legacy form; oneOf is the current one). */
+  enumNames?: Array<string>;
+  /** The values of a single choice, with titles. */
+  oneOf?: Array<EnumOption>;
+  minItems?: number;
+  maxItems?: number;
+  /** The values of a multiple choice: enum without titles, or anyOf with titles. */
+  items?: {
+    type?: string;
+    enum?: Array<string>;
+    anyOf?: Array<EnumOption>;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** One value of a choice, with its title. */
+export interface EnumOption {
+  const: string;
+  title: string;
+  [key: string]: unknown;
+}
+
+/** The value of one field of an answer: a string, a number, a boolean, or a list of strings (a multiple choice). */
+export type ElicitValue = string | number | boolean | Array<string>;
 
 export interface RootsParams {
   sessionId: string;
@@ -612,17 +833,41 @@ export interface TasksListParams {
 export interface TaskStatusParams {
   sessionId: string;
   server: string;
-  /** The server's notifications/tasks/status params as it sent them (MCP's Task: taskId, status, statusMessage?, ...). */
-  params: { [key: string]: unknown };
+  /** The server's notifications/tasks/status params as it sent them: MCP's Task. */
+  params: Task;
 }
 
 /** The server's CreateTaskResult as it sent it: the answer to a tools/call with task. */
 export interface CreateTaskResult {
-  task: {
-    taskId: string;
-    status: string;
-    [key: string]: unknown;
-  };
+  task: Task;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's TaskStatus: working and input_required go on (input_required: the server asks the host, through mcp/elicit or mcp/sample, while tasks/result waits); completed, failed and cancelled are final. */
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+/** MCP's Task, as the server sent it. */
+export interface Task {
+  taskId: string;
+  status: TaskStatus;
+  /** What the status means for this task, for people. */
+  statusMessage?: string;
+  /** ISO 8601 time the task was created. */
+  createdAt?: string;
+  /** ISO 8601 time of its last change. */
+  lastUpdatedAt?: string;
+  /** How long the server keeps the task from its creation, in milliseconds; null: without limit. */
+  ttl?: number | null;
+  /** Suggested milliseconds between two tasks/get. */
+  pollInterval?: number;
+  [key: string]: unknown;
+}
+
+/** MCP's ListTasksResult: one page of the server's tasks. */
+export interface ListTasksResult {
+  tasks: Array<Task>;
+  nextCursor?: string;
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
 }
@@ -706,9 +951,9 @@ export interface ServerApproval {
 export interface ToolsSearchParams {
   /** The session, as session/open returned it. */
   sessionId: string;
-  /** Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact qualified names. */
+  /** Free text; /regex/ (Go syntax, case-insensitive) over names and descriptions; or select:name1,name2 for exact names, qualified or the servers' own. */
   query: string;
-  /** The most results (default 5); select: returns every tool it names. */
+  /** The most results, at least 1 (default 5: leave it out); select: returns every tool it names. */
   limit?: number;
   /** Only these servers of the session. */
   servers?: Array<string>;
@@ -730,6 +975,8 @@ export interface ToolSearchResult {
 export interface ToolsSearchResult {
   /** Best first. */
   results: Array<ToolSearchResult>;
+  /** The names of a select: query that name no tool of the servers searched, in the order given; absent when every name was found. */
+  missing?: Array<string>;
 }
 
 export interface ToolsGetParams {
@@ -834,13 +1081,13 @@ export interface RequestMap {
   /** Ends the session's subscription to a resource of a server. */
   "resources/unsubscribe": { params: ResourceSubscribeParams; result: EmptyResult };
   /** The state of a server's task (MCP tasks/get), as the server answered. */
-  "tasks/get": { params: TaskParams; result: MCPResult };
-  /** The result of a server's task (MCP tasks/result), as the server answered; the server may hold it until the task ends. */
-  "tasks/result": { params: TaskParams; result: MCPResult };
+  "tasks/get": { params: TaskParams; result: Task };
+  /** The result of a server's task (MCP tasks/result): the CallToolResult of the tools/call that created it, as the server answered; the server may hold it until the task ends. */
+  "tasks/result": { params: TaskParams; result: CallToolResult };
   /** One page of a server's tasks (MCP tasks/list), as the server answered. */
-  "tasks/list": { params: TasksListParams; result: MCPResult };
+  "tasks/list": { params: TasksListParams; result: ListTasksResult };
   /** Cancels a server's task (MCP tasks/cancel); the result is the server's. */
-  "tasks/cancel": { params: TaskParams; result: MCPResult };
+  "tasks/cancel": { params: TaskParams; result: Task };
 }
 
 /** Requests from the sidecar to the host: params and the result the host answers. */
