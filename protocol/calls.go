@@ -89,8 +89,12 @@ func (s callStream) ReadObject(v any) error {
 	}
 }
 
-// WriteObject writes a call jsonrpc2 sends.
+// WriteObject writes a call jsonrpc2 sends, waiting for room in the
+// outbox as Notify does.
 func (s callStream) WriteObject(obj any) error {
+	if err := s.c.waitRoom(); err != nil {
+		return err
+	}
 	return s.c.out.write(func(b *bytes.Buffer) error { return encodeJSON(b, obj) })
 }
 

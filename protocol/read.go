@@ -22,6 +22,7 @@ type response struct {
 // or a body, and the error of a failed read or reply write.
 func (c *Conn) readResponse() (response, error) {
 	for {
+		c.pauseReading()
 		f, err := c.in.next()
 		var he *headerError
 		if errors.As(err, &he) {

@@ -163,9 +163,16 @@ func (s *Server) stop() {
 		s.work.Wait()
 		close(done)
 	}()
+	// A reply may be queued behind others when its goroutine ends: the
+	// connection's flush waits for it, within the same grace.
+	end := time.Now().Add(replyGrace)
+	written := false
 	select {
 	case <-done:
+		written = s.conn.Flush(time.Until(end))
 	case <-time.After(replyGrace):
+	}
+	if !written {
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
 	}
 	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
