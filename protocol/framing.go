@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
@@ -317,7 +318,7 @@ func quote(b []byte) string {
 // frameWriter is the one writer of a connection's outgoing frames: every
 // message leaves through it, each frame whole, in the order it was handed
 // over (an outbox.Outbox), in a single Write where it fits in a pooled
-// buffer.
+// buffer, and as valid UTF-8 (see appendValidUTF8).
 //
 // A frame is written by its sender when nobody else writes (write,
 // writeRaw), else queued: the sender returns without waiting for the
@@ -401,6 +402,16 @@ func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 // caller may reuse payload once writeRaw returned.
 func (fw *frameWriter) writeRaw(head, payload, tail []byte) error {
 	n := len(head) + len(payload) + len(tail)
+	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) {
+		// Rare: repaired into a frame of its own.
+		b := make([]byte, headerRoom, headerRoom+n+n/8)
+		for _, p := range [][]byte{head, payload, tail} {
+			b = appendValidUTF8(b, p)
+		}
+		frame := placeHeader(b)
+		_, err := fw.out.Post([][]byte{frame}, nil)
+		return err
+	}
 	h := appendHeader(make([]byte, 0, headerRoom+len(head)), n)
 	h = append(h, head...)
 	_, err := fw.out.Post([][]byte{h, payload, tail}, func(parts [][]byte) [][]byte {
@@ -417,7 +428,8 @@ func (fw *frameWriter) flush(d time.Duration) bool { return fw.out.Flush(d) }
 // when it is back at half of it.
 func (fw *frameWriter) room() <-chan struct{} { return fw.out.Room() }
 
-// render frames the body fill appends to buf: the frame is a slice of buf.
+// render frames the body fill appends to buf: the frame is a slice of buf,
+// or of a buffer of its own when the body had to be made valid UTF-8.
 func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 	var room [headerRoom]byte
 	buf.Reset()
@@ -425,7 +437,11 @@ func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 	if err := fill(buf); err != nil {
 		return nil, err
 	}
-	return placeHeader(buf.Bytes()), nil
+	b := buf.Bytes()
+	if body := b[headerRoom:]; !utf8.Valid(body) {
+		b = appendValidUTF8(make([]byte, headerRoom, len(b)+len(body)/8), body)
+	}
+	return placeHeader(b), nil
 }
 
 // placeHeader writes the header for the body that follows headerRoom bytes
@@ -436,6 +452,36 @@ func placeHeader(b []byte) []byte {
 	start := headerRoom - len(h)
 	copy(b[start:], h)
 	return b[start:]
+}
+
+// appendValidUTF8 appends src to dst with each byte that does not start a
+// valid UTF-8 sequence replaced by U+FFFD, as encoding/json does in the
+// strings it encodes. Only bytes of 0x80 and above are ever replaced, and
+// the bytes of a valid sequence are never taken apart, so JSON stays JSON:
+// quotes, backslashes and escapes are ASCII, and a valid JSON text can hold
+// non-ASCII bytes only inside its strings.
+func appendValidUTF8(dst, src []byte) []byte {
+	for len(src) > 0 {
+		i := 0
+		for i < len(src) {
+			if src[i] < utf8.RuneSelf {
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		dst = append(dst, src[:i]...)
+		if i == len(src) {
+			break
+		}
+		dst = append(dst, "\uFFFD"...)
+		src = src[i+1:]
+	}
+	return dst
 }
 
 // writeOut writes parts; the outbox's one writer calls it.
