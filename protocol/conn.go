@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // Request is a request or a notification from the peer.
@@ -58,7 +60,10 @@ type ConnOptions struct {
 	// means DefaultMaxFrameBytes.
 	MaxFrameBytes int64
 	// Logger receives a record for every message the connection drops or
-	// answers itself. Nil discards them.
+	// answers itself. The peer's bytes in a record are cut short, and the
+	// records that carry them rate-limited (internal/peerlog): a Logger
+	// whose handler is a peerlog.Handler is used as it is, any other gets
+	// one in front. Nil discards them.
 	Logger *slog.Logger
 	// Uncancellable names the methods whose requests $/cancelRequest does
 	// not cancel: the cancel is ignored and the request answered as usual
@@ -182,6 +187,7 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.log = peerlog.Limit(c.log)
 	c.calls = newCalls(c)
 	return c
 }
@@ -311,7 +317,7 @@ func (c *Conn) answering(id json.RawMessage) bool {
 func (c *Conn) cancelRequest(params json.RawMessage) {
 	var p CancelParams
 	if err := json.Unmarshal(params, &p); err != nil || len(p.ID) == 0 {
-		c.log.Warn("malformed $/cancelRequest", "params", string(params), "err", err)
+		c.log.Warn("malformed $/cancelRequest", peerlog.Bytes("params", params), peerlog.Err("err", err))
 		return
 	}
 	c.mu.Lock()
@@ -330,7 +336,7 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 	req.cancel(ErrRequestCancelled)
 	defer c.answered()
 	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled"), true); err != nil {
-		c.log.Debug("cancellation not written", "id", string(req.id), "err", err)
+		c.log.Debug("cancellation not written", peerlog.Bytes("id", req.id), "err", err)
 	}
 }
 
@@ -450,7 +456,7 @@ func (c *Conn) writeError(id json.RawMessage, e *Error, later bool) error {
 // answer writes the error reply to a message the handler never sees. id is
 // the JSON text of the id, nil for null.
 func (c *Conn) answer(id json.RawMessage, code int64, kind, msg string) error {
-	c.log.Warn("answering malformed message", "code", code, "reason", msg, "id", string(id))
+	c.log.Warn("answering malformed message", "code", code, peerlog.String("reason", msg), peerlog.Bytes("id", id))
 	return c.writeError(id, NewError(code, kind, msg), true) // on the read loop
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // response is a response from the peer, for the call it answers.
@@ -81,7 +83,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 		return c.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: message has neither a method nor a result or error")
 	case isResponse:
 		if m.id == nil || string(m.id) == "null" {
-			c.log.Warn("dropping response without an id", "error", string(m.errv))
+			c.log.Warn("dropping response without an id", peerlog.Bytes("error", m.errv))
 			return response{}, false, nil
 		}
 		return response{id: m.id, body: body}, true, nil
@@ -111,7 +113,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 func (c *Conn) reject(m members, code int64, kind, msg string) (response, bool, error) {
 	if m.method == nil && m.responseLike {
 		if m.id == nil || !validIDText(m.id) {
-			c.log.Warn("dropping malformed response", "reason", msg, "id", string(m.id))
+			c.log.Warn("dropping malformed response", peerlog.String("reason", msg), peerlog.Bytes("id", m.id))
 			return response{}, false, nil
 		}
 		return response{id: m.id, err: NewError(code, kind, "malformed response: "+msg)}, true, nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -129,6 +130,9 @@ func newServer(ctx context.Context, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Records that carry what a host or a server sent are rate-limited
+	// here, for every layer below (see internal/peerlog).
+	opts.Logger = peerlog.Limit(opts.Logger)
 	if opts.Env == nil {
 		opts.Env = func(string) (string, bool) { return "", false }
 	}
@@ -309,7 +313,7 @@ func (s *Server) handleNotification(req *protocol.Request) {
 		s.mu.Unlock()
 		s.finish()
 	default:
-		s.logger.Debug("ignoring notification", "method", req.Method)
+		s.logger.Debug("ignoring notification", peerlog.String("method", req.Method))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -66,6 +67,45 @@ func (w *wireTap) frames(t *testing.T) [][]byte {
 	}
 }
 
+// tappedSidecar runs a sidecar in process with logger and returns a host
+// connected to it, with every byte the sidecar writes copied to tap
+// (when not nil) and, unless checker is nil, every message checked
+// against the protocol schema. The sidecar stops when the test ends.
+func tappedSidecar(t *testing.T, tap io.Writer, logger *slog.Logger, checker *schema.Checker) (context.Context, *hostclient.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	hostR, sidecarW := io.Pipe()
+	sidecarR, hostW := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		env := func(k string) (string, bool) {
+			if k == "XDG_CACHE_HOME" {
+				return "", false
+			}
+			return os.LookupEnv(k)
+		}
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: logger})
+		sidecarW.Close()
+		sidecarR.Close()
+		exit <- code
+	}()
+	var r io.Reader = hostR
+	if tap != nil {
+		r = io.TeeReader(hostR, tap)
+	}
+	client := hostclient.New(ctx, r, hostW, hostclient.Options{Checker: checker})
+	t.Cleanup(func() {
+		client.Close()
+		select {
+		case <-exit:
+		case <-time.After(testTimeout):
+			t.Error("sidecar did not stop after the host closed its end")
+		}
+		cancel()
+	})
+	return ctx, client
+}
+
 // TestServerTextNotUTF8ReachesTheHostRepaired: a server that sends bytes
 // that are not UTF-8 in a tool's description and in a tool result (one
 // small, one large enough to be written without a copy) does not make the
@@ -87,33 +127,8 @@ func TestServerTextNotUTF8ReachesTheHostRepaired(t *testing.T) {
 			Results: map[string]json.RawMessage{"tools/call": json.RawMessage(`{"content":[{"type":"text","text":"` + large + text + `"}]}`)}}}),
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
-	defer cancel()
-	hostR, sidecarW := io.Pipe()
-	sidecarR, hostW := io.Pipe()
-	exit := make(chan int, 1)
-	go func() {
-		env := func(k string) (string, bool) {
-			if k == "XDG_CACHE_HOME" {
-				return "", false
-			}
-			return os.LookupEnv(k)
-		}
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.Options{Env: env, Logger: slog.New(slog.DiscardHandler)})
-		sidecarW.Close()
-		sidecarR.Close()
-		exit <- code
-	}()
 	var tap wireTap
-	client := hostclient.New(ctx, io.TeeReader(hostR, &tap), hostW, hostclient.Options{Checker: schemaChecker(t)})
-	defer func() {
-		client.Close()
-		select {
-		case <-exit:
-		case <-time.After(testTimeout):
-			t.Error("sidecar did not stop after the host closed its end")
-		}
-	}()
+	ctx, client := tappedSidecar(t, &tap, slog.New(slog.DiscardHandler), schemaChecker(t))
 	call := func(method string, params, result any) {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(ctx, testTimeout)
