@@ -69,6 +69,13 @@ type ConnOptions struct {
 	// not cancel: the cancel is ignored and the request answered as usual
 	// (LSP lets a server decline a cancellation).
 	Uncancellable []string
+	// ReleaseMemoryAbove, when positive, makes the Conn return the memory
+	// the Go runtime holds free to the OS (runtime/debug.FreeOSMemory) a
+	// second after it read or wrote a frame, or was given a raw result, of
+	// at least this many bytes, and at most once every ten seconds: the
+	// memory a large payload took otherwise stays with the process for
+	// minutes. It acts on the whole process: the program decides.
+	ReleaseMemoryAbove int64
 }
 
 // ErrClosed is returned by calls that were waiting when the connection
@@ -157,6 +164,8 @@ type Conn struct {
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
 	readErr atomic.Pointer[error]
+
+	rel *releaser // nil unless ConnOptions.ReleaseMemoryAbove is set
 }
 
 // inflight is a request read and not yet answered.
@@ -188,6 +197,8 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = peerlog.Limit(c.log)
+	c.rel = newReleaser(opts.ReleaseMemoryAbove)
+	c.out.sized = c.rel.note
 	c.calls = newCalls(c)
 	return c
 }
@@ -241,7 +252,10 @@ func (c *Conn) Done() <-chan struct{} { return c.calls.DisconnectNotify() }
 // still written if the writer takes them (the sidecar's stdout outlives
 // its stdin).
 func (c *Conn) Close() error {
-	c.closeOnce.Do(func() { close(c.closing) })
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.rel.close()
+	})
 	if err := c.calls.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		return err
 	}
@@ -386,6 +400,10 @@ func (c *Conn) finish(id json.RawMessage) bool {
 // outbox's room either: an answer to a request already read is owed, and
 // the read loop is what stops while the peer does not read.
 func (c *Conn) Reply(id json.RawMessage, result any) error {
+	raw, isRaw := result.(json.RawMessage)
+	if isRaw {
+		c.rel.note(len(raw)) // whether it is written or dropped
+	}
 	if !c.finish(id) {
 		return ErrNotInFlight
 	}
@@ -395,7 +413,7 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 	write := c.out.write
 	if c.answering(id) {
 		write = c.out.writeLater
-	} else if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
+	} else if isRaw && len(raw) > rawWriteThreshold {
 		return c.writeRawResult(id, raw)
 	}
 	return write(func(b *bytes.Buffer) error {

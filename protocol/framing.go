@@ -331,9 +331,10 @@ func quote(b []byte) string {
 // the read loop stops reading, and Notify and calls wait, until it is back
 // at half.
 type frameWriter struct {
-	w    io.Writer
-	bufs sync.Pool // *bytes.Buffer
-	out  *outbox.Outbox
+	w     io.Writer
+	bufs  sync.Pool // *bytes.Buffer
+	out   *outbox.Outbox
+	sized func(n int) // is told each frame's size; set before use
 }
 
 // The outbox's limit: past either, the peer is taken to not read.
@@ -348,7 +349,7 @@ const (
 const flushWait = 5 * time.Second
 
 func newFrameWriter(w io.Writer) *frameWriter {
-	fw := &frameWriter{w: w}
+	fw := &frameWriter{w: w, sized: func(int) {}}
 	fw.bufs.New = func() any { return new(bytes.Buffer) }
 	fw.out = outbox.New(fw.writeOut)
 	fw.out.MaxCount = maxQueuedFrames
@@ -368,6 +369,7 @@ func (fw *frameWriter) write(fill func(*bytes.Buffer) error) error {
 		fw.release(buf)
 		return err
 	}
+	fw.sized(len(frame))
 	queued, err := fw.out.Post([][]byte{frame}, nil)
 	if !queued {
 		fw.release(buf)
@@ -392,6 +394,7 @@ func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 	if err != nil {
 		return err
 	}
+	fw.sized(len(frame))
 	fw.out.SendLater([][]byte{frame}, nil, func(f func()) bool { go f(); return true }) // the goroutine ends when the outbox is empty
 	return nil
 }
@@ -402,6 +405,7 @@ func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 // caller may reuse payload once writeRaw returned.
 func (fw *frameWriter) writeRaw(head, payload, tail []byte) error {
 	n := len(head) + len(payload) + len(tail)
+	fw.sized(n)
 	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) {
 		// Rare: repaired into a frame of its own.
 		b := make([]byte, headerRoom, headerRoom+n+n/8)

@@ -107,6 +107,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 		// although the host was told otherwise, or one the host must
 		// configure again; an answer the host can rely on is simpler.
 		Uncancellable: []string{protocol.MethodInitialize},
+		// A large result's memory goes back to the OS once it was
+		// relayed, rather than staying with the process for minutes.
+		ReleaseMemoryAbove: releaseMemoryAbove,
 	})
 	served := make(chan struct{})
 	go func() {
@@ -189,6 +192,10 @@ func (s *Server) stop() {
 
 // replyGrace bounds how long stop waits for the last replies.
 const replyGrace = 5 * time.Second
+
+// releaseMemoryAbove is the size of a message to or from the host after
+// which the sidecar returns free memory to the OS (protocol.ConnOptions).
+const releaseMemoryAbove = 8 << 20
 
 // writeOnly hides the Close of a writer.
 type writeOnly struct{ w io.Writer }
