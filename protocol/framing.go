@@ -407,11 +407,9 @@ func (fw *frameWriter) writeRaw(head, payload, tail []byte) error {
 	n := len(head) + len(payload) + len(tail)
 	fw.sized(n)
 	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) {
-		// Rare: repaired into a frame of its own.
-		b := make([]byte, headerRoom, headerRoom+n+n/8)
-		for _, p := range [][]byte{head, payload, tail} {
-			b = appendValidUTF8(b, p)
-		}
+		// Rare: repaired whole (a sequence could straddle two parts) into
+		// a frame of its own.
+		b := appendValidUTF8(make([]byte, headerRoom, headerRoom+n+n/8), slices.Concat(head, payload, tail))
 		frame := placeHeader(b)
 		_, err := fw.out.Post([][]byte{frame}, nil)
 		return err

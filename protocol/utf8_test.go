@@ -165,3 +165,16 @@ func TestFramesAreValidUTF8(t *testing.T) {
 		t.Errorf("texts (-want +got):\n%s", diff)
 	}
 }
+
+// TestRawFrameRepairedWhole: a frame given in parts is repaired as one
+// body, so that a valid sequence across two parts stays whole.
+func TestRawFrameRepairedWhole(t *testing.T) {
+	var out bytes.Buffer
+	fw := newFrameWriter(&out)
+	if err := fw.writeRaw([]byte("{\"a\":\"\xe2"), []byte("\x82\xac\xff\""), []byte("}")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), frameOf("{\"a\":\"€\uFFFD\"}"); got != want {
+		t.Errorf("written %q, want %q", got, want)
+	}
+}
