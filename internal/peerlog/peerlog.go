@@ -1,6 +1,6 @@
 // Package peerlog keeps what a peer sent (the host, a server) from
 // reaching the log in bulk. A log attribute that carries a peer's bytes is
-// made with Bytes, String or Err: it holds at most MaxBytes of them, with
+// made with Bytes, String or Err: it shows at most MaxBytes of them, with
 // their total size, and marks its record; a Handler lets the marked
 // records of each message through at a bounded rate, with a count of the
 // ones it held back. A peer that sends 64 MiB of garbage, or the same
@@ -21,29 +21,54 @@ import (
 // MaxBytes is how much of a peer's bytes an attribute keeps.
 const MaxBytes = 256
 
-// text is an attribute value made from a peer's bytes, cut already: the
-// attribute does not keep the peer's buffer alive, and a Handler knows the
-// record by it.
-type text struct{ s string }
+// text is an attribute value made from a peer's bytes. It refers to them
+// whole (a scrubber may need the whole: see Rewrite) and is cut when it is
+// resolved; a Handler knows the record by it. A record is handled while
+// it is logged, so the attribute keeps the peer's buffer no longer.
+type text struct {
+	b []byte // the peer's bytes, or
+	s string // the peer's text
+}
 
-// LogValue is the text as a string.
-func (t text) LogValue() slog.Value { return slog.StringValue(t.s) }
+// LogValue is the text, cut to MaxBytes with its size.
+func (t text) LogValue() slog.Value {
+	n := len(t.b) + len(t.s)
+	if n <= MaxBytes {
+		return slog.StringValue(string(t.b) + t.s)
+	}
+	head := t.b
+	if head == nil {
+		head = []byte(t.s[:MaxBytes+1])
+	}
+	return slog.StringValue(string(head[:cut(head)]) + "... (" + strconv.Itoa(n) + " bytes in all)")
+}
 
 // Bytes is a log attribute holding b as text: all of it up to MaxBytes,
 // else its first MaxBytes (cut before a UTF-8 sequence) and its size.
 func Bytes(key string, b []byte) slog.Attr {
 	if len(b) <= MaxBytes {
-		return slog.Any(key, text{string(b)})
+		return slog.Any(key, text{s: string(b)})
 	}
-	return slog.Any(key, text{string(b[:cut(b)]) + "... (" + strconv.Itoa(len(b)) + " bytes in all)"})
+	return slog.Any(key, text{b: b})
 }
 
 // String is Bytes for a string.
-func String(key, s string) slog.Attr {
-	if len(s) <= MaxBytes {
-		return slog.Any(key, text{s})
+func String(key, s string) slog.Attr { return slog.Any(key, text{s: s}) }
+
+// Rewrite returns a with f applied to the whole of the peer's text it
+// holds, and true; a and false when a holds none. It is for a handler that
+// rewrites what it logs, such as one that replaces secrets: the text is
+// then cut after f saw it whole, so that a secret across the cut is found,
+// and the record stays marked (and rate-limited by a Handler).
+func Rewrite(a slog.Attr, f func(string) string) (slog.Attr, bool) {
+	if a.Value.Kind() != slog.KindLogValuer {
+		return a, false
 	}
-	return slog.Any(key, text{s[:cut([]byte(s[:MaxBytes+1]))] + "... (" + strconv.Itoa(len(s)) + " bytes in all)"})
+	t, ok := a.Value.Any().(text)
+	if !ok {
+		return a, false
+	}
+	return slog.Any(a.Key, text{s: f(string(t.b) + t.s)}), true
 }
 
 // Err is String for an error whose message may quote a peer.

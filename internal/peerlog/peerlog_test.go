@@ -108,3 +108,32 @@ func TestLimit(t *testing.T) {
 		t.Error("Limit wrapped a limited logger again")
 	}
 }
+
+// TestRewrite: a rewriting handler (one that replaces secrets) sees the
+// peer's text whole, before it is cut: a secret across the cut is found,
+// and no part of it is shown. The rewritten attribute still marks its
+// record.
+func TestRewrite(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	line := strings.Repeat("a", MaxBytes-5) + secret + strings.Repeat("b", 1000)
+	scrub := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	for _, a := range []slog.Attr{String("line", line), Bytes("line", []byte(line))} {
+		got, ok := Rewrite(a, scrub)
+		if !ok {
+			t.Fatal("Rewrite did not take a peer attribute")
+		}
+		v := got.Value.Resolve().String()
+		if strings.Contains(v, secret[:5]) {
+			t.Errorf("rewritten value %q shows the start of the secret", v)
+		}
+		if want := strings.Repeat("a", MaxBytes-5) + "[reda"; !strings.HasPrefix(v, want) {
+			t.Errorf("rewritten value %.300q, want it to begin %q", v, want)
+		}
+		if !isPeer(got.Value) {
+			t.Error("the rewritten attribute no longer marks its record")
+		}
+	}
+	if _, ok := Rewrite(slog.String("k", "v"), scrub); ok {
+		t.Error("Rewrite took an attribute that holds no peer text")
+	}
+}
