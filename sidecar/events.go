@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -157,7 +158,7 @@ func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMess
 		// Whatever a server's log carries may quote the server.
 		data = s.serverSecrets(s.environment(), server).JSON(data)
 	}
-	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, "data", string(data))
+	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, peerlog.Bytes("data", data))
 	s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: level, Data: data})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -188,7 +189,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 	var unknownFeatures []string
 	for name, on := range p.Features {
 		if !slices.Contains(knownFeatures, name) {
-			s.logger.Warn("unknown feature ignored", "feature", name)
+			s.logger.Warn("unknown feature ignored", peerlog.String("feature", name))
 			unknownFeatures = append(unknownFeatures, name)
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -110,6 +111,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 		// although the host was told otherwise, or one the host must
 		// configure again; an answer the host can rely on is simpler.
 		Uncancellable: []string{protocol.MethodInitialize},
+		// A large result's memory goes back to the OS once it was
+		// relayed, rather than staying with the process for minutes.
+		ReleaseMemoryAbove: releaseMemoryAbove,
 	})
 	served := make(chan struct{})
 	go func() {
@@ -133,6 +137,9 @@ func newServer(ctx context.Context, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Records that carry what a host or a server sent are rate-limited
+	// here, for every layer below (see internal/peerlog).
+	opts.Logger = peerlog.Limit(opts.Logger)
 	if opts.Env == nil {
 		opts.Env = func(string) (string, bool) { return "", false }
 	}
@@ -167,9 +174,16 @@ func (s *Server) stop() {
 		s.work.Wait()
 		close(done)
 	}()
+	// A reply may be queued behind others when its goroutine ends: the
+	// connection's flush waits for it, within the same grace.
+	end := time.Now().Add(replyGrace)
+	written := false
 	select {
 	case <-done:
+		written = s.conn.Flush(time.Until(end))
 	case <-time.After(replyGrace):
+	}
+	if !written {
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
 	}
 	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
@@ -182,6 +196,10 @@ func (s *Server) stop() {
 
 // replyGrace bounds how long stop waits for the last replies.
 const replyGrace = 5 * time.Second
+
+// releaseMemoryAbove is the size of a message to or from the host after
+// which the sidecar returns free memory to the OS (protocol.ConnOptions).
+const releaseMemoryAbove = 8 << 20
 
 // writeOnly hides the Close of a writer.
 type writeOnly struct{ w io.Writer }
@@ -306,7 +324,7 @@ func (s *Server) handleNotification(req *protocol.Request) {
 		s.mu.Unlock()
 		s.finish()
 	default:
-		s.logger.Debug("ignoring notification", "method", req.Method)
+		s.logger.Debug("ignoring notification", peerlog.String("method", req.Method))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
@@ -177,7 +178,7 @@ func (tc *toolCall) begin(logger *slog.Logger) {
 		if sandbox.IsSandboxKey(k) {
 			why = "sandbox keys come only from sandboxState"
 		}
-		logger.Warn("host meta key dropped", "server", tc.sc.name, "tool", tc.bound.Name, "key", k, "why", why)
+		logger.Warn("host meta key dropped", "server", tc.sc.name, "tool", tc.bound.Name, peerlog.String("key", k), "why", why)
 	}
 	if tok, ok := tc.p.Meta["progressToken"]; ok {
 		tc.progressKey = progressKey(tok)
