@@ -231,14 +231,15 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 		s.replyError(req.ID, protocol.NewError(protocol.CodeServerNotInitialized, protocol.KindNotInitialized,
 			fmt.Sprintf("%s before initialize: send initialize first", req.Method)))
 		return
-	case req.Method == protocol.MethodShutdown:
-		// Recorded in the read loop, so an exit that follows at once sees it.
-		s.shutdown = true
 	case s.shutdown:
+		// A second shutdown too: LSP refuses every request after the first.
 		s.mu.Unlock()
 		s.replyError(req.ID, protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
 			fmt.Sprintf("%s after shutdown", req.Method)))
 		return
+	case req.Method == protocol.MethodShutdown:
+		// Recorded in the read loop, so an exit that follows at once sees it.
+		s.shutdown = true
 	}
 	var handler handlerFunc
 	if req.Method != protocol.MethodToolsCall { // the hot path needs no handler value
