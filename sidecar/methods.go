@@ -16,12 +16,12 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsList(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ToolsListParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
@@ -391,8 +391,8 @@ func (sc *serverConn) callError(ctx context.Context, conn *mcpclient.Conn, tool 
 
 // sessionServer resolves the session and the server a per-server request
 // names.
-func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn, error) {
-	sess, err := s.session(sessionID)
+func (s *Server) sessionServer(ctx context.Context, rq *request, sessionID, server string) (*Session, *serverConn, error) {
+	sess, err := s.session(ctx, rq.session, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -409,8 +409,8 @@ func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn,
 // serverRequest resolves the session and server of a per-server request,
 // admits it against the session's bound, and returns a live connection and
 // the release the caller must call when done.
-func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
-	sess, sc, err := s.sessionServer(sessionID, server)
+func (s *Server) serverRequest(ctx context.Context, rq *request, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
+	sess, sc, err := s.sessionServer(ctx, rq, sessionID, server)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -428,8 +428,8 @@ func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*
 
 // forward runs one request on a server's live connection and returns its
 // result as the server sent it.
-func (s *Server) forward(ctx context.Context, sessionID, server string, do func(*mcpclient.Conn) (json.RawMessage, error)) (result, error) {
-	sc, conn, release, err := s.serverRequest(ctx, sessionID, server)
+func (s *Server) forward(ctx context.Context, rq *request, sessionID, server string, do func(*mcpclient.Conn) (json.RawMessage, error)) (result, error) {
+	sc, conn, release, err := s.serverRequest(ctx, rq, sessionID, server)
 	if err != nil {
 		return result{}, err
 	}
@@ -444,12 +444,12 @@ func (s *Server) forward(ctx context.Context, sessionID, server string, do func(
 // listMethod forwards resources/list, resources/templates/list and
 // prompts/list: one page as the server sent it, or every page when all.
 func (s *Server) listMethod(key string) handlerFunc {
-	return func(ctx context.Context, params json.RawMessage) (result, error) {
+	return func(ctx context.Context, rq *request) (result, error) {
 		var p protocol.ServerRequestParams
-		if err := decodeParams(params, &p); err != nil {
+		if err := decodeParams(rq.params, &p); err != nil {
 			return result{}, err
 		}
-		sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+		sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 		if err != nil {
 			return result{}, err
 		}
@@ -490,15 +490,15 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) resourcesRead(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ResourcesReadParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.ReadResource(ctx, p.URI)
 	})
 }
@@ -506,16 +506,16 @@ func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (res
 // Resource kinds that early discovery looks for by default.
 var discoverMimeTypes = []string{"mcp/plugin", "mcp/skill"}
 
-func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) resourcesDiscover(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ResourcesDiscoverParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	mimeTypes := p.MimeTypes
 	if len(mimeTypes) == 0 {
 		mimeTypes = discoverMimeTypes
 	}
-	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
+	sess, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -624,28 +624,28 @@ func discoveryRejected(server, why string) *protocol.Error {
 		fmt.Sprintf("resource discovery of server %q rejected: %s while pages were fetched; discover again", server, why)).WithServer(server, "").Retry()
 }
 
-func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) promptsGet(ctx context.Context, rq *request) (result, error) {
 	var p protocol.PromptsGetParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.GetPrompt(ctx, p.Name, p.Arguments)
 	})
 }
 
 // complete forwards completion/complete; params other than sessionId and
 // server go to the server as they are.
-func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) complete(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil {
+	if err := json.Unmarshal(rq.params, &fields); err != nil {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
 	delete(fields, "sessionId")
@@ -654,17 +654,17 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 		return result{}, err
 	}
 	body, _ := json.Marshal(fields)
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Complete(ctx, body)
 	})
 }
 
-func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversRefresh(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -675,12 +675,12 @@ func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (re
 	return result{value: sc.sess.listing([]*serverConn{sc}, true)}, nil
 }
 
-func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversReconnect(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
+	sess, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -720,12 +720,12 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	return result{value: protocol.ReconnectResult{State: protocol.StateReady}}, nil
 }
 
-func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversStatus(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}

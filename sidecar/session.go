@@ -160,9 +160,9 @@ type serverConn struct {
 	cacheWritten time.Time
 }
 
-func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionOpenParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	env := s.environment()
@@ -192,12 +192,21 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 
 	// The session is built in full (every server with its state, eager
 	// startups already marked starting) before it is published: a request
-	// pipelined behind the open finds no session or a whole one, never one
-	// half filled. Its id is reserved meanwhile.
-	id, err := s.reserveSession(p.SessionID)
-	if err != nil {
-		return result{}, err
+	// pipelined behind the open waits for it (sessionRef) and then finds
+	// the whole session, never one half filled. Its id was reserved when
+	// the open was read (Handle); an open whose params Handle could not
+	// read has none, and reserves it now.
+	res0 := rq.open
+	if res0 == nil {
+		s.mu.Lock()
+		res0 = s.reserveSessionLocked(p.SessionID)
+		s.mu.Unlock()
+		rq.open = res0
 	}
+	if res0.err != nil {
+		return result{}, res0.err
+	}
+	id := res0.id
 	sess := &Session{
 		id:      id,
 		srv:     s,
@@ -214,10 +223,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 	defer func() {
 		if !published {
 			// Failed or panicked before publishing: nobody else can reach
-			// this session, so it ends here and its id is free again.
-			s.mu.Lock()
-			delete(s.opening, id)
-			s.mu.Unlock()
+			// this session (the requests waiting for it find no session
+			// once invoke abandons the reservation), so it ends here.
 			sess.close()
 		}
 	}()
@@ -258,49 +265,150 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			res.Servers[i].State = protocol.StateStarting
 		}
 	}
-	if err := s.publishSession(sess); err != nil {
+	if err := s.publishSession(res0, sess); err != nil {
 		return result{}, err
 	}
 	published = true
 	return result{value: res, after: launch}, nil
 }
 
-// reserveSession reserves id (or a fresh one when id is empty) for a
-// session being opened.
-func (s *Server) reserveSession(id string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// openingSession is a session/open in progress. Requests that name its id
+// wait for done, then use sess: the session it published, or nil when the
+// open failed (they then find no session, -32001).
+type openingSession struct {
+	done chan struct{}
+	sess *Session // set before done closes
+}
+
+// openReservation is the id a session/open reserved when Handle read it,
+// or why it could not (err: the id is open or being opened).
+type openReservation struct {
+	id      string
+	opening *openingSession // nil with err
+	err     error
+	ended   bool // published or abandoned; guarded by Server.mu
+}
+
+// reserveSessionLocked reserves id (or a fresh one when id is empty) for
+// a session being opened. s.mu must be held.
+func (s *Server) reserveSessionLocked(id string) *openReservation {
 	if id == "" {
 		for {
 			s.nextSession++
 			id = "s" + strconv.Itoa(s.nextSession)
-			if s.sessions[id] == nil && !s.opening[id] {
+			if s.sessions[id] == nil && s.opening[id] == nil {
 				break
 			}
 		}
-	} else if s.sessions[id] != nil || s.opening[id] {
-		return "", protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))
+	} else if s.sessions[id] != nil || s.opening[id] != nil {
+		return &openReservation{id: id, err: protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))}
 	}
 	if s.opening == nil {
-		s.opening = map[string]bool{}
+		s.opening = map[string]*openingSession{}
 	}
-	s.opening[id] = true
-	return id, nil
+	o := &openingSession{done: make(chan struct{})}
+	s.opening[id] = o
+	return &openReservation{id: id, opening: o}
 }
 
-// publishSession makes a complete session visible to requests, unless
-// every session was closed meanwhile (shutdown, or the host went away): a
-// session published after that would never be closed.
-func (s *Server) publishSession(sess *Session) error {
+// publishSession makes a complete session visible to requests, and hands
+// it to those that wait for it, unless every session was closed meanwhile
+// (shutdown, or the host went away): a session published after that would
+// never be closed.
+func (s *Server) publishSession(r *openReservation, sess *Session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.opening, sess.id)
 	if s.sessionsEnded {
 		return protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
 			fmt.Sprintf("session %q not opened: the sidecar is shutting down", sess.id))
 	}
 	s.sessions[sess.id] = sess
+	r.opening.sess = sess
+	r.endLocked(s)
 	return nil
+}
+
+// abandon ends a reservation whose open did not publish a session: the id
+// is free again, and the requests waiting for it find no session. It does
+// nothing to a published or failed reservation, nor to a nil one.
+func (r *openReservation) abandon(s *Server) {
+	if r == nil || r.opening == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.endLocked(s)
+}
+
+func (r *openReservation) endLocked(s *Server) {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	delete(s.opening, r.id)
+	close(r.opening.done)
+}
+
+// sessionRef is the session a request's sessionId named when Handle read
+// the request: requests are ordered against session/open and
+// session/close as the host sent them, whatever order their goroutines run
+// in. A request behind a session/open waits for it; one ahead of a
+// session/close holds the session the close ends, and is answered -32011
+// session_closed, never -32001.
+type sessionRef struct {
+	id       string
+	resolved bool
+	sess     *Session        // open when the request was read
+	opening  *openingSession // being opened when the request was read
+}
+
+// sessionRefLocked looks id up. s.mu must be held.
+func (s *Server) sessionRefLocked(id string) sessionRef {
+	return sessionRef{id: id, resolved: true, sess: s.sessions[id], opening: s.opening[id]}
+}
+
+// sessionIDOf reads the sessionId member of a request's params; ok is
+// false for params it cannot read (the handler refuses them, -32602).
+func sessionIDOf(params json.RawMessage) (id string, ok bool) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if len(params) == 0 || string(params) == "null" {
+		return "", true
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return "", false
+	}
+	return p.SessionID, true
+}
+
+// session returns the session a request names (id, the sessionId of its
+// params, which ref looked up when the request was read), waiting for a
+// session/open in progress; -32001 when none is open, -32011
+// session_closed when a close ended it since the request was read.
+func (s *Server) session(ctx context.Context, ref sessionRef, id string) (*Session, error) {
+	if !ref.resolved || ref.id != id {
+		// Not looked up when read (params Handle could not read): now.
+		s.mu.Lock()
+		ref = s.sessionRefLocked(id)
+		s.mu.Unlock()
+	}
+	sess := ref.sess
+	if o := ref.opening; o != nil {
+		select {
+		case <-o.done:
+		case <-ctx.Done():
+			return nil, cancelledError()
+		}
+		sess = o.sess
+	}
+	if sess == nil {
+		return nil, unknownSession(id)
+	}
+	if sess.closing() {
+		return nil, sess.closedError()
+	}
+	return sess, nil
 }
 
 func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
@@ -310,16 +418,27 @@ func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
 	return sess.cwd
 }
 
-func (s *Server) sessionClose(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) sessionClose(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(ctx, rq.session, p.SessionID)
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Data.Kind == protocol.KindSessionClosed {
+			// Another close (or shutdown) ended it first.
+			return result{}, unknownSession(p.SessionID)
+		}
 		return result{}, err
 	}
 	s.mu.Lock()
-	sess := s.sessions[p.SessionID]
-	delete(s.sessions, p.SessionID)
+	mine := s.sessions[sess.id] == sess
+	if mine {
+		delete(s.sessions, sess.id)
+	}
 	s.mu.Unlock()
-	if sess == nil {
+	if !mine {
 		return result{}, unknownSession(p.SessionID)
 	}
 	sess.close()

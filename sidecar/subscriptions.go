@@ -17,12 +17,12 @@ import (
 // ready, and so does a renewed HTTP session (mcpclient asks subscriptions),
 // and they end with the session.
 
-func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage) (result, error) {
-	p, err := decodeSubscribe(params)
+func (s *Server) resourcesSubscribe(ctx context.Context, rq *request) (result, error) {
+	p, err := decodeSubscribe(rq.params)
 	if err != nil {
 		return result{}, err
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -44,12 +44,12 @@ func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage)
 	return result{value: struct{}{}}, nil
 }
 
-func (s *Server) resourcesUnsubscribe(ctx context.Context, params json.RawMessage) (result, error) {
-	p, err := decodeSubscribe(params)
+func (s *Server) resourcesUnsubscribe(ctx context.Context, rq *request) (result, error) {
+	p, err := decodeSubscribe(rq.params)
 	if err != nil {
 		return result{}, err
 	}
-	_, sc, err := s.sessionServer(p.SessionID, p.Server)
+	_, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}

@@ -54,14 +54,27 @@ var errWouldWait = errors.New("the call would wait")
 // wait false it never waits: a call that would (see bindNow) gets
 // errWouldWait and has taken nothing. On success the caller owns the
 // admission (end).
-func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wait bool, tc *toolCall) (err error) {
+//
+// ref is the session the call names as the host's read loop found it: with
+// wait false (on that loop) prepareToolCall looks it up and sets it, with
+// wait true it uses what was set.
+func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, ref *sessionRef, wait bool, tc *toolCall) (err error) {
 	// The arguments and the policy stay slices of the frame until they are
 	// written to the server.
 	p, err := protocol.ParseToolsCallParams(params)
 	if err != nil {
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
-	sess, err := s.session(p.SessionID)
+	if !wait {
+		// A session being opened is waited for on a goroutine.
+		s.mu.Lock()
+		*ref = s.sessionRefLocked(p.SessionID)
+		s.mu.Unlock()
+		if ref.opening != nil {
+			return errWouldWait
+		}
+	}
+	sess, err := s.session(ctx, *ref, p.SessionID)
 	if err != nil {
 		return err
 	}
@@ -212,9 +225,9 @@ func (tc *toolCall) callError(ctx context.Context, err error) error {
 
 // toolsCall is tools/call on a goroutine of its own: it waits for what
 // the call needs (see bind) and for the answer.
-func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 	var tc toolCall
-	if err := s.prepareToolCall(ctx, params, true, &tc); err != nil {
+	if err := s.prepareToolCall(ctx, rq.params, &rq.session, true, &tc); err != nil {
 		return result{}, err
 	}
 	tc.begin(s.logger)
@@ -246,7 +259,7 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 // having taken nothing, for a call that needs a goroutine of its own
 // (toolsCall). An error found before the call is sent is answered at once.
 // The caller counted the request in s.work; it is done when answered.
-func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent bool) {
+func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request, ref *sessionRef) (sent bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("handler panic", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
@@ -257,7 +270,7 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 	}()
 	// One allocation holds the call until it is answered.
 	c := &sentCall{s: s, id: req.ID, ctx: ctx}
-	err := s.prepareToolCall(ctx, req.Params, false, &c.tc)
+	err := s.prepareToolCall(ctx, req.Params, ref, false, &c.tc)
 	switch {
 	case errors.Is(err, errWouldWait):
 		return false
