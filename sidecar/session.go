@@ -91,6 +91,11 @@ type startAttempt struct {
 	round int
 	done  chan struct{}
 	err   error // set before done closes
+	// ctx is the attempt's life: a newer startup of the server
+	// (servers/reconnect) cancels it with errStartupSuperseded at once, so
+	// that its process ends then, not at startup_timeout_sec.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	// initialized closes once conn has completed initialize, before the
 	// first tools/list: early resource discovery may use it from then on.
@@ -574,10 +579,17 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 	for i, name := range names {
 		sc := sess.servers[name]
 		a := &startAttempt{round: r.n, done: make(chan struct{}), initialized: make(chan struct{})}
+		a.ctx, a.cancel = context.WithCancelCause(sess.ctx)
 		sc.mu.Lock()
+		old := sc.attempt
 		sc.state = protocol.StateStarting
 		sc.attempt = a
 		sc.mu.Unlock()
+		if old != nil {
+			// A startup still in flight is superseded: it ends now, and
+			// whoever waited for it follows this one (waitStarting, ready).
+			old.cancel(errStartupSuperseded)
+		}
 		r.attempts[i], r.scs[i] = a, sc
 	}
 	sess.mu.Lock()
@@ -699,8 +711,9 @@ func (sc *serverConn) supersededError() *protocol.Error {
 func (sc *serverConn) start(a *startAttempt) {
 	sess := sc.sess
 	timeout := sc.cfg.StartupTimeout()
-	ctx, cancel := context.WithCancelCause(sess.ctx)
+	ctx, cancel := context.WithCancelCause(a.ctx)
 	defer cancel(nil)
+	defer a.cancel(nil) // the connection, if any, lives on without it
 	budget := newStartBudget(ctx, sess.env.startSem, timeout, func() { cancel(errStartupTimeout) })
 	defer budget.stop()
 
@@ -710,6 +723,8 @@ func (sc *serverConn) start(a *startAttempt) {
 		switch {
 		case sess.ctx.Err() != nil:
 			err = sc.sessionClosedError()
+		case errors.Is(context.Cause(a.ctx), errStartupSuperseded):
+			err = sc.supersededError()
 		case isAuth:
 			err = authErr
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
@@ -739,7 +754,10 @@ func (sc *serverConn) start(a *startAttempt) {
 	sc.finishStart(a, conn, tools, err)
 }
 
-var errStartupTimeout = errors.New("startup_timeout_sec elapsed")
+var (
+	errStartupTimeout    = errors.New("startup_timeout_sec elapsed")
+	errStartupSuperseded = errors.New("a newer startup superseded this one")
+)
 
 func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
@@ -1210,23 +1228,29 @@ func (sess *Session) startLater(sc *serverConn) {
 	go launch()
 }
 
-// waitStarting waits until none of scs is starting (or ctx ends).
+// waitStarting waits until none of scs is starting (or ctx ends). A
+// startup that a newer one superseded (servers/reconnect) is followed by
+// the newer one: what its waiters wanted is the server, not that attempt.
 func waitStarting(ctx context.Context, scs []*serverConn) error {
 	for _, sc := range scs {
-		sc.mu.Lock()
-		a := sc.attempt
-		starting := sc.state == protocol.StateStarting
-		sc.mu.Unlock()
-		if !starting || a == nil {
-			continue
-		}
-		if f := sc.sess.srv.hook().startupWait; f != nil {
-			f(sc.sess.id, sc.name, false)
-		}
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return ctx.Err()
+		var waited *startAttempt
+		for {
+			sc.mu.Lock()
+			a := sc.attempt
+			starting := sc.state == protocol.StateStarting
+			sc.mu.Unlock()
+			if !starting || a == nil || a == waited {
+				break
+			}
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, false)
+			}
+			select {
+			case <-a.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			waited = a
 		}
 	}
 	return nil
