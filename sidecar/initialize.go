@@ -274,11 +274,11 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 	case protocol.MethodToolsGet:
 		return s.toolsGet, true
 	case protocol.MethodResourcesList:
-		return s.listMethod("resources"), true
+		return s.listMethod(name, "resources"), true
 	case protocol.MethodResourceTemplates:
-		return s.listMethod("resourceTemplates"), true
+		return s.listMethod(name, "resourceTemplates"), true
 	case protocol.MethodPromptsList:
-		return s.listMethod("prompts"), true
+		return s.listMethod(name, "prompts"), true
 	case protocol.MethodResourcesRead:
 		return s.resourcesRead, true
 	case protocol.MethodResourcesDiscover:

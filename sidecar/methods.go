@@ -407,14 +407,14 @@ func (s *Server) sessionServer(ctx context.Context, rq *request, sessionID, serv
 }
 
 // serverRequest resolves the session and server of a per-server request,
-// admits it against the session's bound, and returns a live connection and
+// admits it against the session's bounds, and returns a live connection and
 // the release the caller must call when done.
 func (s *Server) serverRequest(ctx context.Context, rq *request, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
 	sess, sc, err := s.sessionServer(ctx, rq, sessionID, server)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	release, err := sess.admit()
+	release, err := sess.admit(sc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -426,24 +426,50 @@ func (s *Server) serverRequest(ctx context.Context, rq *request, sessionID, serv
 	return sc, conn, release, nil
 }
 
-// forward runs one request on a server's live connection and returns its
-// result as the server sent it.
-func (s *Server) forward(ctx context.Context, rq *request, sessionID, server string, do func(*mcpclient.Conn) (json.RawMessage, error)) (result, error) {
+// errRequestTimeout ends a request forwarded to a server that did not
+// answer within its tool_timeout_sec.
+var errRequestTimeout = errors.New("tool_timeout_sec elapsed")
+
+// requestContext bounds a request the sidecar forwards to sc for the host
+// (resources, prompts, completion, tasks; tools/call has its own,
+// toolcall.go) by the server's tool_timeout_sec, from when it is sent: a
+// server that never answers holds none of the session's places for ever.
+func (sc *serverConn) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, sc.cfg.ToolTimeout(), errRequestTimeout)
+}
+
+// requestError maps the error of a request (method) forwarded within
+// reqCtx, a requestContext of ctx, the host's request.
+func (sc *serverConn) requestError(ctx, reqCtx context.Context, conn *mcpclient.Conn, method string, err error) error {
+	if ctx.Err() == nil && errors.Is(context.Cause(reqCtx), errRequestTimeout) {
+		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+			fmt.Sprintf("server %q did not answer %s within tool_timeout_sec (%s)", sc.name, method, formatSeconds(sc.cfg.ToolTimeout()))).WithServer(sc.name, "").Retry()
+	}
+	return sc.callError(ctx, conn, "", err)
+}
+
+// forward runs one request (method) on a server's live connection, within
+// the server's tool_timeout_sec, and returns its result as the server sent
+// it.
+func (s *Server) forward(ctx context.Context, rq *request, method, sessionID, server string, do func(context.Context, *mcpclient.Conn) (json.RawMessage, error)) (result, error) {
 	sc, conn, release, err := s.serverRequest(ctx, rq, sessionID, server)
 	if err != nil {
 		return result{}, err
 	}
 	defer release()
-	raw, err := do(conn)
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	raw, err := do(reqCtx, conn)
 	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
+		return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 	}
 	return result{value: raw}, nil
 }
 
 // listMethod forwards resources/list, resources/templates/list and
-// prompts/list: one page as the server sent it, or every page when all.
-func (s *Server) listMethod(key string) handlerFunc {
+// prompts/list: one page as the server sent it, or every page when all
+// (all of them within the server's tool_timeout_sec).
+func (s *Server) listMethod(method, key string) handlerFunc {
 	return func(ctx context.Context, rq *request) (result, error) {
 		var p protocol.ServerRequestParams
 		if err := decodeParams(rq.params, &p); err != nil {
@@ -454,17 +480,19 @@ func (s *Server) listMethod(key string) handlerFunc {
 			return result{}, err
 		}
 		defer release()
+		reqCtx, cancel := sc.requestContext(ctx)
+		defer cancel()
 		fetch := pageFetcher(conn, key)
 		if !p.All {
-			raw, err := fetch(ctx, p.Cursor)
+			raw, err := fetch(reqCtx, p.Cursor)
 			if err != nil {
-				return result{}, sc.callError(ctx, conn, "", err)
+				return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 			}
 			return result{value: raw}, nil
 		}
-		items, err := catalog.Paginate(ctx, key, catalog.DefaultPageLimits(), fetch)
+		items, err := catalog.Paginate(reqCtx, key, catalog.DefaultPageLimits(), fetch)
 		if err != nil {
-			return result{}, sc.callError(ctx, conn, "", err)
+			return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 		}
 		return result{value: map[string][]json.RawMessage{key: nonNil(items)}}, nil
 	}
@@ -498,7 +526,7 @@ func (s *Server) resourcesRead(ctx context.Context, rq *request) (result, error)
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
-	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodResourcesRead, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.ReadResource(ctx, p.URI)
 	})
 }
@@ -519,7 +547,7 @@ func (s *Server) resourcesDiscover(ctx context.Context, rq *request) (result, er
 	if err != nil {
 		return result{}, err
 	}
-	release, err := sess.admit()
+	release, err := sess.admit(sc)
 	if err != nil {
 		return result{}, err
 	}
@@ -564,7 +592,9 @@ func (s *Server) resourcesDiscover(ctx context.Context, rq *request) (result, er
 		}
 		return conn.ListResourcesPage(ctx, cursor)
 	}
-	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), fetch)
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	items, err := catalog.Paginate(reqCtx, "resources", catalog.DefaultPageLimits(), fetch)
 	if err != nil {
 		if why := sc.whyConnEnded(ctx, conn, a); why != nil {
 			return result{}, why
@@ -577,7 +607,7 @@ func (s *Server) resourcesDiscover(ctx context.Context, rq *request) (result, er
 		return result{}, rej
 	}
 	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
+		return result{}, sc.requestError(ctx, reqCtx, conn, protocol.MethodResourcesDiscover, err)
 	}
 	found := []json.RawMessage{}
 	for _, it := range items {
@@ -632,7 +662,7 @@ func (s *Server) promptsGet(ctx context.Context, rq *request) (result, error) {
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
-	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodPromptsGet, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.GetPrompt(ctx, p.Name, p.Arguments)
 	})
 }
@@ -654,7 +684,7 @@ func (s *Server) complete(ctx context.Context, rq *request) (result, error) {
 		return result{}, err
 	}
 	body, _ := json.Marshal(fields)
-	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodCompletionComplete, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Complete(ctx, body)
 	})
 }

@@ -40,7 +40,7 @@ type Session struct {
 	closed  bool
 	catalog sessionCatalog
 
-	pending   int        // requests in flight, guarded by mu (admit)
+	pending   int        // requests in flight, guarded by mu (admit; serverConn.pending is each server's part)
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
 	// qualified names the session's tools and remembers the names given,
@@ -119,6 +119,10 @@ type serverConn struct {
 	// scopeKey is the discovery scope (docs/protocol.md, "Sessions, startup and
 	// the discovery scope").
 	scopeKey string
+
+	// pending counts the session's requests in flight to this server,
+	// guarded by Session.mu (admit).
+	pending int
 
 	mu    sync.Mutex
 	state string
@@ -507,22 +511,62 @@ func (sc *serverConn) background(f func()) {
 	}()
 }
 
-// admit counts a request against the session's bound on requests in
-// flight, so that a host that floods one session (or a server that never
-// answers) cannot pile up goroutines without end. The caller must call the
-// returned release.
-func (sess *Session) admit() (release func(), err error) {
-	if err := sess.tryAdmit(); err != nil {
+// Admission bounds the requests a session has in flight, so that a host
+// that floods one session (or a server that never answers) cannot pile up
+// goroutines without end: limits.maxPendingPerSession in all, and, in a
+// session of several servers, one server's requests at most half of the
+// places its other servers leave free (ceil), so that a server that never
+// answers cannot take the places its session's other servers need: one
+// silent server holds at most half of them, a second a quarter, and so on.
+
+// admit counts a request to sc against the session's bounds. The caller
+// must call the returned release.
+func (sess *Session) admit(sc *serverConn) (release func(), err error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if err := sess.admitLocked(); err != nil {
 		return nil, err
 	}
-	return sess.release, nil
+	if err := sess.assignLocked(sc); err != nil {
+		sess.pending--
+		return nil, err
+	}
+	return func() { sess.release(sc) }, nil
 }
 
-// tryAdmit is admit for a caller that calls release itself (the tool call
-// path, which keeps the session rather than a closure).
+// tryAdmit counts a request whose server is not known yet (a tools/call
+// before binding) against the session's bound; assign then gives it to its
+// server. The caller calls release itself.
 func (sess *Session) tryAdmit() error {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	return sess.admitLocked()
+}
+
+// admitTo is admit for a caller that calls release(sc) itself (the tool
+// call path, which keeps the session rather than a closure).
+func (sess *Session) admitTo(sc *serverConn) error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if err := sess.admitLocked(); err != nil {
+		return err
+	}
+	if err := sess.assignLocked(sc); err != nil {
+		sess.pending--
+		return err
+	}
+	return nil
+}
+
+// assign gives a place tryAdmit took to sc, within sc's share; on an
+// error the place is still the caller's (release(nil)).
+func (sess *Session) assign(sc *serverConn) error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.assignLocked(sc)
+}
+
+func (sess *Session) admitLocked() error {
 	if sess.pending >= sess.env.maxPending {
 		return protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
 			fmt.Sprintf("session %q has %d requests in flight (limits.maxPendingPerSession); try again when some finish", sess.id, sess.pending)).Retry()
@@ -531,10 +575,30 @@ func (sess *Session) tryAdmit() error {
 	return nil
 }
 
-// release gives back a place admit or tryAdmit took.
-func (sess *Session) release() {
+// assignLocked counts one of the session's places (already counted in
+// pending) against sc's share. sess.mu must be held.
+func (sess *Session) assignLocked(sc *serverConn) error {
+	if len(sess.names) > 1 {
+		others := sess.pending - 1 - sc.pending // places held for other servers (or not bound yet)
+		share := (sess.env.maxPending - others + 1) / 2
+		if sc.pending >= share {
+			return protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
+				fmt.Sprintf("server %q has %d requests in flight in session %q, its share of limits.maxPendingPerSession (half the places the session's other servers leave free); try again when some finish",
+					sc.name, sc.pending, sess.id)).WithServer(sc.name, "").Retry()
+		}
+	}
+	sc.pending++
+	return nil
+}
+
+// release gives back a place admit, admitTo or tryAdmit took; sc is the
+// server it was given to (nil for one never assigned).
+func (sess *Session) release(sc *serverConn) {
 	sess.mu.Lock()
 	sess.pending--
+	if sc != nil {
+		sc.pending--
+	}
 	sess.mu.Unlock()
 }
 

@@ -27,7 +27,7 @@ func (s *Server) taskMethod(method string) handlerFunc {
 			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "taskId is required")
 		}
 		body, _ := json.Marshal(map[string]string{"taskId": p.TaskID})
-		return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		return s.forward(ctx, rq, method, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 			return conn.Request(ctx, method, body)
 		})
 	}
@@ -42,7 +42,7 @@ func (s *Server) tasksList(ctx context.Context, rq *request) (result, error) {
 	if p.Cursor != "" {
 		body, _ = json.Marshal(map[string]string{"cursor": p.Cursor})
 	}
-	return s.forward(ctx, rq, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodTasksList, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Request(ctx, protocol.MethodTasksList, body)
 	})
 }

@@ -78,14 +78,22 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 	if err != nil {
 		return err
 	}
-	if err := sess.tryAdmit(); err != nil {
-		return err
-	}
+	// A call that may wait takes its place in the session before it waits
+	// (a flood of calls waiting to bind is bounded too), and its server's
+	// share once bound; one that may not is admitted once bound.
+	admitted := false
+	var assigned *serverConn
 	defer func() {
-		if err != nil {
-			sess.release()
+		if err != nil && admitted {
+			sess.release(assigned)
 		}
 	}()
+	if wait {
+		if err := sess.tryAdmit(); err != nil {
+			return err
+		}
+		admitted = true
+	}
 	if len(p.SandboxState) > 0 {
 		if err := sandbox.ValidateState(p.SandboxState); err != nil {
 			return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
@@ -106,9 +114,19 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 		if tc.conn, err = tc.sc.ready(ctx); err != nil {
 			return callerError(ctx, err)
 		}
-	} else if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
-		return errWouldWait
+		if err := sess.assign(tc.sc); err != nil {
+			return err
+		}
+	} else {
+		if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
+			return errWouldWait
+		}
+		if err := sess.admitTo(tc.sc); err != nil {
+			return err
+		}
+		admitted = true
 	}
+	assigned = tc.sc
 	// The binding is checked against the catalog at dispatch: a tool that
 	// changed or disappeared meanwhile is refused, never sent elsewhere.
 	if err := tc.sc.checkBinding(&tc.bound); err != nil {
@@ -209,7 +227,7 @@ func (tc *toolCall) end() {
 		delete(tc.sc.progress, tc.progressKey)
 		tc.sc.mu.Unlock()
 	}
-	tc.sess.release()
+	tc.sess.release(tc.sc)
 }
 
 // callError maps the error a call ended with: errToolTimeout when its
