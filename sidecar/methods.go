@@ -152,9 +152,7 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 			if err := waitStarting(ctx, sess.allServers()); err != nil {
 				return nil, catalog.Tool{}, callerError(ctx, err)
 			}
-			for _, sc := range sess.allServers() {
-				sc.refreshIfStale(ctx)
-			}
+			sess.catchUp(ctx, sess.allServers(), false)
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if ok && ref.sc.isStale() {
@@ -694,12 +692,12 @@ func (s *Server) serversRefresh(ctx context.Context, rq *request) (result, error
 	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
+	sc, _, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
 	defer release()
-	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
+	if err := sc.refresh(ctx); err != nil {
 		return result{}, err
 	}
 	return result{value: sc.sess.listing([]*serverConn{sc}, true)}, nil
@@ -811,6 +809,10 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 	}
 	if !sc.startedAt.IsZero() {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
+	}
+	st.Stale = sc.isStaleLocked()
+	if run := sc.list.run; run != nil {
+		st.RefreshingSince = run.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
 		st.Launcher = &launcher

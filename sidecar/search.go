@@ -133,9 +133,7 @@ func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
 	if err := waitStarting(ctx, scs); err != nil {
 		return callerError(ctx, err)
 	}
-	for _, sc := range scs {
-		sc.refreshIfStale(ctx)
-	}
+	sess.catchUp(ctx, scs, false)
 	if sess.closing() {
 		// The close emptied the catalog meanwhile: no listing of it is
 		// right.

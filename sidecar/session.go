@@ -872,7 +872,7 @@ func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *
 			if try == 0 || ctx.Err() != nil {
 				return nil, nil, 0, false, err
 			}
-			a.listErr = sc.listingFailed(err)
+			a.listErr = sc.listingFailed(err, false)
 			return items, tools, gen, false, nil
 		}
 		items, tools, gen = got, filtered, began
@@ -1007,6 +1007,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.conn = conn
 			sc.setTools(tools)
 			sc.catalogSrc = protocol.CatalogLive
+			sc.list.stuck = false // a new connection listed
 			sc.lastErr = a.listErr
 			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())

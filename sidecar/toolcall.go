@@ -39,9 +39,13 @@ type toolCall struct {
 	meta  map[string]any
 	// dropped are the host's meta keys left out of meta, logged when the
 	// call is sent.
-	dropped     []string
+	dropped []string
+	// timeout is what the call is given from when it is sent: the smaller
+	// of tool_timeout_sec and what is left of timeoutMs; timeoutName and
+	// limit are the setting that holds and its value, for the message.
 	timeout     time.Duration
 	timeoutName string
+	limit       time.Duration
 	progressKey string // of the call's progress token; "" without one
 }
 
@@ -107,12 +111,27 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 	}
 
 	*tc = toolCall{sess: sess, p: p}
+	var waitEnd time.Time // when timeoutMs ends, counted from the call's arrival
 	if wait {
-		if tc.sc, tc.bound, err = sess.bind(ctx, p); err != nil {
-			return err
+		// timeoutMs bounds the whole call: what it waits for before it is
+		// sent (a startup, a catalog refresh) as well as the server.
+		waitCtx := ctx
+		if p.TimeoutMs > 0 {
+			waitEnd = time.Now().Add(millis(p.TimeoutMs))
+			var cancel context.CancelFunc
+			waitCtx, cancel = context.WithDeadlineCause(ctx, waitEnd, errToolTimeout)
+			defer cancel()
 		}
-		if tc.conn, err = tc.sc.ready(ctx); err != nil {
-			return callerError(ctx, err)
+		if tc.sc, tc.bound, err = sess.bind(waitCtx, p); err != nil {
+			return tc.waitError(ctx, waitCtx, err)
+		}
+		if tc.conn, err = tc.sc.ready(waitCtx); err != nil {
+			return tc.waitError(ctx, waitCtx, callerError(waitCtx, err))
+		}
+		if err := waitCtx.Err(); err != nil {
+			// A wait for a catalog refresh was cut short: the call binds
+			// nothing it has no time left to send.
+			return tc.waitError(ctx, waitCtx, err)
 		}
 		if err := sess.assign(tc.sc); err != nil {
 			return err
@@ -161,7 +180,39 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < tc.timeout {
 		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
+	tc.limit = tc.timeout
+	if !waitEnd.IsZero() {
+		if left := time.Until(waitEnd); left < tc.timeout {
+			tc.timeout, tc.timeoutName, tc.limit = max(left, 0), "timeoutMs", millis(p.TimeoutMs)
+		}
+	}
 	return nil
+}
+
+// waitError maps the error of a call's wait before it was sent: its
+// timeoutMs (waitCtx's deadline) ending it is -32014, naming what the call
+// waited for; ctx is the request's.
+func (tc *toolCall) waitError(ctx, waitCtx context.Context, err error) error {
+	if ctx.Err() != nil || !errors.Is(context.Cause(waitCtx), errToolTimeout) {
+		return err
+	}
+	limit := formatSeconds(millis(tc.p.TimeoutMs))
+	name := tc.p.Name
+	if name == "" {
+		name = tc.p.Tool
+	}
+	if tc.sc == nil {
+		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+			fmt.Sprintf("tool %q was not called within timeoutMs (%s): the startups or catalog refreshes it waited for did not end in time", name, limit)).WithServer(tc.p.Server, name).Retry()
+	}
+	what := "its startup"
+	tc.sc.mu.Lock()
+	if tc.sc.list.run != nil {
+		what = "the refresh of its catalog (after notifications/tools/list_changed)"
+	}
+	tc.sc.mu.Unlock()
+	return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+		fmt.Sprintf("tool %q of server %q was not called within timeoutMs (%s): %s did not end in time", tc.bound.Name, tc.sc.name, limit, what)).WithServer(tc.sc.name, tc.bound.Name).Retry()
 }
 
 // bindNow is bind for a call that may not wait: it binds only a tool whose
@@ -236,7 +287,7 @@ func (tc *toolCall) end() {
 func (tc *toolCall) callError(ctx context.Context, err error) error {
 	if errors.Is(err, errToolTimeout) && ctx.Err() == nil {
 		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
-			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.timeout))).WithServer(tc.sc.name, tc.bound.Name).Retry()
+			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.limit))).WithServer(tc.sc.name, tc.bound.Name).Retry()
 	}
 	return tc.sc.callError(ctx, tc.conn, tc.bound.Name, err)
 }

@@ -234,7 +234,7 @@ export interface ServerCatalog {
   name: string;
   state: State;
   catalog: "live" | "cached" | "none";
-  /** The catalog awaits a refresh (its last refresh failed and the cooldown runs). */
+  /** The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile. */
   stale?: boolean;
   /** Why the server failed or disconnected. */
   error?: string;
@@ -408,6 +408,10 @@ export interface ServerStatus {
   tools?: number;
   /** Estimated tokens of those tools' definitions; absent without a catalog. */
   tokens?: number;
+  /** The catalog a notifications/tools/list_changed outdated is still in use: no refresh has replaced it yet (one runs, failed, or gave up in a storm of notifications); tools/list serves it marked stale. */
+  stale?: boolean;
+  /** When the catalog refresh in flight began (RFC 3339): a refresh that does not end shows here until its bound, startup_timeout_sec, ends it. */
+  refreshingSince?: string;
   /** The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token. */
   authorization?: ServerAuthorization;
 }
