@@ -139,7 +139,9 @@ func progressKeyOf(v any) string {
 }
 
 // bind resolves the tool a call names to one server's tool definition.
-func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*serverConn, catalog.Tool, error) {
+// Its waits for catalog refreshes count against budget (the call's
+// timeoutMs; nil: none); its waits for startups do not.
+func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams, budget *waitBudget) (*serverConn, catalog.Tool, error) {
 	switch {
 	case p.Name != "" && (p.Server != "" || p.Tool != ""):
 		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "give either name, or server and tool, not both")
@@ -152,11 +154,15 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 			if err := waitStarting(ctx, sess.allServers()); err != nil {
 				return nil, catalog.Tool{}, callerError(ctx, err)
 			}
-			sess.catchUp(ctx, sess.allServers(), false)
+			if budget.catchUp(ctx, sess, sess.allServers()) {
+				return nil, catalog.Tool{}, budget.expired(nil, p.Name)
+			}
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if ok && ref.sc.isStale() {
-			ref.sc.refreshIfStale(ctx)
+			if budget.catchUp(ctx, sess, []*serverConn{ref.sc}) {
+				return nil, catalog.Tool{}, budget.expired(ref.sc, ref.tool.Name)
+			}
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if !ok {
@@ -171,7 +177,9 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 		if err := waitStarting(ctx, []*serverConn{sc}); err != nil {
 			return nil, catalog.Tool{}, callerError(ctx, err)
 		}
-		sc.refreshIfStale(ctx)
+		if budget.catchUp(ctx, sess, []*serverConn{sc}) {
+			return nil, catalog.Tool{}, budget.expired(sc, p.Tool)
+		}
 		if err := sc.usable(ctx); err != nil {
 			return nil, catalog.Tool{}, err
 		}

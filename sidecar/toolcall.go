@@ -111,27 +111,13 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 	}
 
 	*tc = toolCall{sess: sess, p: p}
-	var waitEnd time.Time // when timeoutMs ends, counted from the call's arrival
+	budget := newWaitBudget(p.TimeoutMs)
 	if wait {
-		// timeoutMs bounds the whole call: what it waits for before it is
-		// sent (a startup, a catalog refresh) as well as the server.
-		waitCtx := ctx
-		if p.TimeoutMs > 0 {
-			waitEnd = time.Now().Add(millis(p.TimeoutMs))
-			var cancel context.CancelFunc
-			waitCtx, cancel = context.WithDeadlineCause(ctx, waitEnd, errToolTimeout)
-			defer cancel()
+		if tc.sc, tc.bound, err = sess.bind(ctx, p, budget); err != nil {
+			return err
 		}
-		if tc.sc, tc.bound, err = sess.bind(waitCtx, p); err != nil {
-			return tc.waitError(ctx, waitCtx, err)
-		}
-		if tc.conn, err = tc.sc.ready(waitCtx); err != nil {
-			return tc.waitError(ctx, waitCtx, callerError(waitCtx, err))
-		}
-		if err := waitCtx.Err(); err != nil {
-			// A wait for a catalog refresh was cut short: the call binds
-			// nothing it has no time left to send.
-			return tc.waitError(ctx, waitCtx, err)
+		if tc.conn, err = tc.sc.ready(ctx); err != nil {
+			return callerError(ctx, err)
 		}
 		if err := sess.assign(tc.sc); err != nil {
 			return err
@@ -181,38 +167,56 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
 	tc.limit = tc.timeout
-	if !waitEnd.IsZero() {
-		if left := time.Until(waitEnd); left < tc.timeout {
-			tc.timeout, tc.timeoutName, tc.limit = max(left, 0), "timeoutMs", millis(p.TimeoutMs)
-		}
+	if budget != nil && budget.left < tc.timeout {
+		// Waits for catalog refreshes took part of timeoutMs.
+		tc.timeout, tc.timeoutName, tc.limit = max(budget.left, 0), "timeoutMs", millis(p.TimeoutMs)
 	}
 	return nil
 }
 
-// waitError maps the error of a call's wait before it was sent: its
-// timeoutMs (waitCtx's deadline) ending it is -32014, naming what the call
-// waited for; ctx is the request's.
-func (tc *toolCall) waitError(ctx, waitCtx context.Context, err error) error {
-	if ctx.Err() != nil || !errors.Is(context.Cause(waitCtx), errToolTimeout) {
-		return err
+// waitBudget is what is left of a tools/call's timeoutMs while it waits to
+// be sent: its waits for catalog refreshes count against it, as its time
+// at the server then does; a wait for a startup does not (the startup's
+// own startup_timeout_sec bounds that, and a lazy server's first call is
+// not failed for starting it). A nil budget is no timeoutMs.
+type waitBudget struct {
+	limit time.Duration // timeoutMs
+	left  time.Duration
+}
+
+func newWaitBudget(timeoutMs int64) *waitBudget {
+	if timeoutMs <= 0 {
+		return nil
 	}
-	limit := formatSeconds(millis(tc.p.TimeoutMs))
-	name := tc.p.Name
-	if name == "" {
-		name = tc.p.Tool
+	return &waitBudget{limit: millis(timeoutMs), left: millis(timeoutMs)}
+}
+
+// catchUp is Session.catchUp for the call, its wait bounded by what is
+// left; it reports whether that ran out (and the host did not cancel).
+func (b *waitBudget) catchUp(ctx context.Context, sess *Session, scs []*serverConn) (expired bool) {
+	if b == nil {
+		sess.catchUp(ctx, scs, false)
+		return false
 	}
-	if tc.sc == nil {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, max(b.left, 0))
+	defer cancel()
+	sess.catchUp(wctx, scs, false)
+	b.left -= time.Since(start)
+	return ctx.Err() == nil && (b.left <= 0 || wctx.Err() != nil)
+}
+
+// expired is the error of a call whose timeoutMs ran out while it waited
+// for a catalog refresh: of sc's catalog, or, when sc is nil, of the
+// catalogs that might hold tool.
+func (b *waitBudget) expired(sc *serverConn, tool string) error {
+	limit := formatSeconds(b.limit)
+	if sc == nil {
 		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
-			fmt.Sprintf("tool %q was not called within timeoutMs (%s): the startups or catalog refreshes it waited for did not end in time", name, limit)).WithServer(tc.p.Server, name).Retry()
+			fmt.Sprintf("tool %q was not called within timeoutMs (%s): the refreshes of catalogs (after notifications/tools/list_changed) it waited for did not end in time", tool, limit)).WithServer("", tool).Retry()
 	}
-	what := "its startup"
-	tc.sc.mu.Lock()
-	if tc.sc.list.run != nil {
-		what = "the refresh of its catalog (after notifications/tools/list_changed)"
-	}
-	tc.sc.mu.Unlock()
 	return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
-		fmt.Sprintf("tool %q of server %q was not called within timeoutMs (%s): %s did not end in time", tc.bound.Name, tc.sc.name, limit, what)).WithServer(tc.sc.name, tc.bound.Name).Retry()
+		fmt.Sprintf("tool %q of server %q was not called within timeoutMs (%s): the refresh of the server's catalog (after notifications/tools/list_changed) did not end in time", tool, sc.name, limit)).WithServer(sc.name, tool).Retry()
 }
 
 // bindNow is bind for a call that may not wait: it binds only a tool whose
