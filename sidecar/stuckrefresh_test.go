@@ -39,7 +39,7 @@ func newStuckHarness(t *testing.T) *stuckHarness {
 			sh.notified.fire()
 			<-hold
 		},
-		RefreshJoined:  func(session, server string) { sh.joined.fire() },
+		RefreshJoined: func(session, server string) { sh.joined.fire() },
 		RefreshStarted: func(session, server string, expire func()) {
 			select {
 			case sh.expire <- expire:
