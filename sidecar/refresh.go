@@ -11,8 +11,8 @@ import (
 )
 
 // maxOvertakenListings bounds how often one refresh lists again because a
-// notification overtook it; past that the catalog stays marked stale and
-// the next discovery tries again.
+// notification overtook it; past that the last listing is served, marked
+// stale, and the cooldown holds the next refresh back.
 const maxOvertakenListings = 5
 
 // listState is the tools/list_changed bookkeeping of one server connection
@@ -197,12 +197,6 @@ func (sc *serverConn) waitQuiet(ctx context.Context) {
 // coolingLocked reports a failed refresh whose cooldown still runs.
 func (sc *serverConn) coolingLocked() bool {
 	return sc.sess.srv.now().Sub(sc.list.failedAt) < sc.sess.env.cooldown
-}
-
-// refreshIfStale brings a catalog a notification marked stale up to date
-// for a request (catchUp).
-func (sc *serverConn) refreshIfStale(ctx context.Context) {
-	sc.sess.catchUp(ctx, []*serverConn{sc}, false)
 }
 
 // catchUp brings the catalogs of scs up to the notifications each had

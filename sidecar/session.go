@@ -205,17 +205,17 @@ func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 	// the whole session, never one half filled. Its id was reserved when
 	// the open was read (Handle); an open whose params Handle could not
 	// read has none, and reserves it now.
-	res0 := rq.open
-	if res0 == nil {
+	resv := rq.open
+	if resv == nil {
 		s.mu.Lock()
-		res0 = s.reserveSessionLocked(p.SessionID)
+		resv = s.reserveSessionLocked(p.SessionID)
 		s.mu.Unlock()
-		rq.open = res0
+		rq.open = resv
 	}
-	if res0.err != nil {
-		return result{}, res0.err
+	if resv.err != nil {
+		return result{}, resv.err
 	}
-	id := res0.id
+	id := resv.id
 	sess := &Session{
 		id:      id,
 		srv:     s,
@@ -274,7 +274,7 @@ func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 			res.Servers[i].State = protocol.StateStarting
 		}
 	}
-	if err := s.publishSession(res0, sess); err != nil {
+	if err := s.publishSession(resv, sess); err != nil {
 		return result{}, err
 	}
 	published = true
