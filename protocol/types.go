@@ -290,6 +290,12 @@ type ServerStatus struct {
 	// when the server has no catalog.
 	Tools  *int `json:"tools,omitempty"`
 	Tokens *int `json:"tokens,omitempty"`
+	// Stale marks a catalog that a notifications/tools/list_changed
+	// outdated and no refresh has replaced yet: tools/list serves it
+	// marked so. RefreshingSince is when the refresh in flight began (RFC
+	// 3339), so that one that hangs shows.
+	Stale           bool   `json:"stale,omitempty"`
+	RefreshingSince string `json:"refreshingSince,omitempty"`
 	// Source is where the server's definition came from.
 	Source *ConfigOrigin `json:"source,omitempty"`
 	// ConfigErrors are the errors of an invalid server's definition.

@@ -17,6 +17,10 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// RefreshStarted is called when a catalog refresh of server begins,
+	// on its goroutine; expire ends it as the server's startup_timeout_sec
+	// would, so that a test need not wait for that.
+	RefreshStarted func(session, server string, expire func())
 	// Teardown is called before a background teardown (the process of a
 	// failed startup) of server runs; blocking holds it back (release it:
 	// session close waits for it).
@@ -57,6 +61,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		roundPrepared:       h.RoundPrepared,
 		backgroundRefresh:   h.BackgroundRefresh,
 		refreshJoined:       h.RefreshJoined,
+		refreshStarted:      h.RefreshStarted,
 		startupWait:         h.StartupWait,
 		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,

@@ -18,6 +18,10 @@ type testHooks struct {
 	// refreshJoined is called when a caller begins to wait for a refresh
 	// another caller is running.
 	refreshJoined func(session, server string)
+	// refreshStarted is called when a catalog refresh begins, on its
+	// goroutine, with the function that ends it as its
+	// startup_timeout_sec would.
+	refreshStarted func(session, server string, expire func())
 	// teardown is called on the goroutine of a background teardown (the
 	// process of a failed startup) before it runs: blocking holds it back
 	// (session close waits for it).

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,7 +107,8 @@ func (e *environment) feature(name string) bool {
 	return e.features[name]
 }
 
-func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res result, err error) {
+func (s *Server) initialize(ctx context.Context, rq *request) (res result, err error) {
+	params := rq.params
 	defer func() {
 		if err != nil {
 			s.mu.Lock()
@@ -265,7 +265,7 @@ func (s *Server) environment() *environment {
 	return s.env
 }
 
-func (s *Server) shutdownMethod(ctx context.Context, _ json.RawMessage) (result, error) {
+func (s *Server) shutdownMethod(ctx context.Context, _ *request) (result, error) {
 	s.closeAllSessions()
 	return result{value: nil}, nil
 }
@@ -289,11 +289,11 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 	case protocol.MethodToolsGet:
 		return s.toolsGet, true
 	case protocol.MethodResourcesList:
-		return s.listMethod("resources"), true
+		return s.listMethod(name, "resources"), true
 	case protocol.MethodResourceTemplates:
-		return s.listMethod("resourceTemplates"), true
+		return s.listMethod(name, "resourceTemplates"), true
 	case protocol.MethodPromptsList:
-		return s.listMethod("prompts"), true
+		return s.listMethod(name, "prompts"), true
 	case protocol.MethodResourcesRead:
 		return s.resourcesRead, true
 	case protocol.MethodResourcesDiscover:
@@ -324,14 +324,4 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 
 func unknownSession(id string) *protocol.Error {
 	return protocol.NewError(protocol.CodeUnknownSession, protocol.KindUnknownSession, fmt.Sprintf("unknown session %q", id))
-}
-
-func (s *Server) session(id string) (*Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[id]
-	if sess == nil {
-		return nil, unknownSession(id)
-	}
-	return sess, nil
 }

@@ -36,6 +36,20 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	h.wantCode(err, protocol.CodeInvalidRequest)
 }
 
+// TestRequestsAfterShutdown: after shutdown every request, a second
+// shutdown included, is -32600 (LSP: "any request after shutdown").
+func TestRequestsAfterShutdown(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(nil, nil)
+	if err := h.call(protocol.MethodShutdown, nil, nil); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	err := h.call(protocol.MethodShutdown, nil, nil)
+	h.wantCode(err, protocol.CodeInvalidRequest)
+	err = h.call(protocol.MethodToolsList, map[string]any{"sessionId": "x"}, nil)
+	h.wantCode(err, protocol.CodeInvalidRequest)
+}
+
 // TestStartupEventOrdering: three servers, one slow, one failing, one fast.
 // Every "starting" of the round precedes every terminal status, and the
 // summary sorts them out.

@@ -1366,7 +1366,7 @@ pub struct ServerCatalog {
     pub name: String,
     pub state: State,
     pub catalog: ServerCatalogCatalog,
-    /// The catalog awaits a refresh (its last refresh failed and the cooldown runs).
+    /// The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
     /// Why the server failed or disconnected.
@@ -2179,6 +2179,12 @@ pub struct ServerStatus {
     /// Estimated tokens of those tools' definitions; absent without a catalog.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<i64>,
+    /// The catalog a notifications/tools/list_changed outdated is still in use: no refresh has replaced it yet (one runs, failed, or gave up in a storm of notifications); tools/list serves it marked stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
+    /// When the catalog refresh in flight began (RFC 3339): a refresh that does not end shows here until its bound, startup_timeout_sec, ends it.
+    #[serde(rename = "refreshingSince", default, skip_serializing_if = "Option::is_none")]
+    pub refreshing_since: Option<String>,
     /// The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<ServerAuthorization>,

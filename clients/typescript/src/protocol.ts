@@ -234,7 +234,7 @@ export interface ServerCatalog {
   name: string;
   state: State;
   catalog: "live" | "cached" | "none";
-  /** The catalog awaits a refresh (its last refresh failed and the cooldown runs). */
+  /** The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile. */
   stale?: boolean;
   /** Why the server failed or disconnected. */
   error?: string;
@@ -534,6 +534,10 @@ export interface ServerStatus {
   tools?: number;
   /** Estimated tokens of those tools' definitions; absent without a catalog. */
   tokens?: number;
+  /** The catalog a notifications/tools/list_changed outdated is still in use: no refresh has replaced it yet (one runs, failed, or gave up in a storm of notifications); tools/list serves it marked stale. */
+  stale?: boolean;
+  /** When the catalog refresh in flight began (RFC 3339): a refresh that does not end shows here until its bound, startup_timeout_sec, ends it. */
+  refreshingSince?: string;
   /** The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token. */
   authorization?: ServerAuthorization;
 }
@@ -1171,24 +1175,24 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
   "tools/search": ["unknown_session","unknown_server","session_closed"],
   "tools/get": ["unknown_session","session_closed"],
-  "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/discover": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
-  "prompts/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "prompts/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "completion/complete": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/discover": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
+  "prompts/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "prompts/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "completion/complete": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "servers/refresh": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "servers/reconnect": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","session_closed","startup_superseded"],
-  "servers/status": ["unknown_session"],
-  "servers/logout": ["unknown_session","unknown_server"],
+  "servers/status": ["unknown_session","session_closed"],
+  "servers/logout": ["unknown_session","unknown_server","session_closed"],
   "shutdown": [],
-  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/result": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/result": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
 };
 
 /** The error kinds any request may get. */
