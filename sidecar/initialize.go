@@ -21,13 +21,18 @@ import (
 
 // Feature names of initialize.features.
 const (
-	FeatureToolListChanged     = "mcp_tool_list_changed"
+	FeatureToolListChanged     = "mcp_tool_list_changed" // on unless set false
 	FeatureEarlyDiscovery      = "apps_early_resource_discovery"
 	FeatureLazyStdioStartup    = "mcp_lazy_stdio_startup"
 	FeatureShareStartupListing = "mcp_share_startup_listing" // on unless set false
 )
 
 var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
+
+// featuresOnByDefault are the features a host gets without asking: each
+// is what hosts (and the people behind them) expect of an MCP client, and
+// a host that does the same itself turns it off with false.
+var featuresOnByDefault = []string{FeatureToolListChanged, FeatureShareStartupListing}
 
 const (
 	defaultMaxConcurrentStarts  = 8
@@ -99,11 +104,9 @@ func (e *environment) cacheRepaired(key string) {
 	e.badCacheMu.Unlock()
 }
 
+// feature reports whether a feature is on; initialize filled in the
+// defaults of those the host did not set.
 func (e *environment) feature(name string) bool {
-	if name == FeatureShareStartupListing {
-		v, set := e.features[name]
-		return !set || v
-	}
 	return e.features[name]
 }
 
@@ -193,6 +196,11 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 			continue
 		}
 		env.features[name] = on
+	}
+	for _, name := range featuresOnByDefault {
+		if _, set := env.features[name]; !set {
+			env.features[name] = true
+		}
 	}
 	slices.Sort(unknownFeatures)
 	for name := range servers {
