@@ -25,14 +25,15 @@ const (
 	FeatureEarlyDiscovery      = "apps_early_resource_discovery"
 	FeatureLazyStdioStartup    = "mcp_lazy_stdio_startup"
 	FeatureShareStartupListing = "mcp_share_startup_listing" // on unless set false
+	FeatureToolOutputLimit     = "mcp_tool_output_limit"     // on unless set false
 )
 
-var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
+var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing, FeatureToolOutputLimit}
 
 // featuresOnByDefault are the features a host gets without asking: each
 // is what hosts (and the people behind them) expect of an MCP client, and
 // a host that does the same itself turns it off with false.
-var featuresOnByDefault = []string{FeatureToolListChanged, FeatureShareStartupListing}
+var featuresOnByDefault = []string{FeatureToolListChanged, FeatureShareStartupListing, FeatureToolOutputLimit}
 
 const (
 	defaultMaxConcurrentStarts  = 8
@@ -60,6 +61,12 @@ type environment struct {
 	auth *oauth.Manager
 	// scrub holds what is scrubbed from each server's words (secrets.go).
 	scrub scrubbers
+
+	// maxOutputTokens is the host's limit of a tool's result (0: the
+	// default), and outputDir the folder the sessions keep cut results
+	// in (outputlimit.go).
+	maxOutputTokens int
+	outputDir       string
 
 	// searches holds the search analyses of servers' tools that sessions
 	// share (tools/search).
@@ -156,6 +163,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 		searches:     search.NewShared(search.DefaultRanking()),
+		outputDir:    outputRoot(s.opts.Env),
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
@@ -185,6 +193,9 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		}
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = millis(l.RefreshCooldownMs)
+		}
+		if l.MaxToolOutputTokens > 0 {
+			env.maxOutputTokens = l.MaxToolOutputTokens
 		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)

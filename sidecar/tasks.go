@@ -27,9 +27,13 @@ func (s *Server) taskMethod(method string) handlerFunc {
 			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "taskId is required")
 		}
 		body, _ := json.Marshal(map[string]string{"taskId": p.TaskID})
-		return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		res, err := s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 			return conn.Request(ctx, method, body)
 		})
+		if err == nil && method == protocol.MethodTasksResult {
+			res.value = s.limitTaskResult(p.SessionID, p.Server, res.value.(json.RawMessage))
+		}
+		return res, err
 	}
 }
 
