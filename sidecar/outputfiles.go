@@ -22,6 +22,9 @@ const maxOutputFilesBytes = 256 << 20
 // written through safefile; the folder and all in it are removed when the
 // session closes. The zero value is ready to use.
 type outputFiles struct {
+	// maxBytes bounds the bytes kept (0: maxOutputFilesBytes).
+	maxBytes int64
+
 	mu     sync.Mutex
 	dir    string // "" until the first file
 	closed bool
@@ -49,9 +52,12 @@ func (o *outputFiles) write(root, ext string, data []byte) (string, error) {
 	if o.closed {
 		return "", errSessionClosing
 	}
-	size := int64(len(data))
-	if size > maxOutputFilesBytes {
-		return "", fmt.Errorf("the result (%d bytes) is larger than the %d bytes kept per session", size, maxOutputFilesBytes)
+	size, limit := int64(len(data)), o.maxBytes
+	if limit <= 0 {
+		limit = maxOutputFilesBytes
+	}
+	if size > limit {
+		return "", fmt.Errorf("the result (%d bytes) is larger than the %d bytes kept per session", size, limit)
 	}
 	if o.dir == "" {
 		// MkdirTemp makes a new folder, 0700, under a name no other
@@ -66,7 +72,7 @@ func (o *outputFiles) write(root, ext string, data []byte) (string, error) {
 		}
 		o.dir = dir
 	}
-	for len(o.kept) > 0 && o.bytes+size > maxOutputFilesBytes {
+	for len(o.kept) > 0 && o.bytes+size > limit {
 		os.Remove(o.kept[0].path)
 		o.bytes -= o.kept[0].size
 		o.kept = o.kept[1:]

@@ -3,8 +3,13 @@ package sidecar
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -397,5 +402,56 @@ func BenchmarkOutputLimitCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOutputFiles: a session's results are files of its own folder (0700,
+// each file 0600) in the root given; past the bound the oldest go first;
+// close removes the folder, and nothing is written after it.
+func TestOutputFiles(t *testing.T) {
+	root := t.TempDir()
+	o := outputFiles{maxBytes: 100}
+	var paths []string
+	for i := range 3 {
+		p, err := o.write(root, "txt", []byte(strings.Repeat(fmt.Sprint(i), 40)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	dir := filepath.Dir(paths[0])
+	if filepath.Dir(dir) != root || !strings.HasPrefix(filepath.Base(dir), "mcp-sidecar-results-") {
+		t.Errorf("folder %s, want mcp-sidecar-results-* in %s", dir, root)
+	}
+	var have []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			have = append(have, filepath.Base(p))
+		}
+	}
+	if diff := cmp.Diff([]string{"result-2.txt", "result-3.txt"}, have); diff != "" {
+		t.Errorf("files kept past the bound (-want +got):\n%s", diff)
+	}
+	if runtime.GOOS != "windows" {
+		for p, want := range map[string]os.FileMode{dir: 0o700, paths[2]: 0o600} {
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: %v %v, want mode %v", p, fi.Mode().Perm(), err, want)
+			}
+		}
+	}
+	if _, err := o.write(root, "txt", make([]byte, 101)); err == nil {
+		t.Error("a file larger than the bound was written")
+	}
+	if err := o.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("folder still there after close: %v", err)
+	}
+	if _, err := o.write(root, "txt", []byte("x")); !errors.Is(err, errSessionClosing) {
+		t.Errorf("write after close: %v, want errSessionClosing", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("left in the root: %v", entries)
 	}
 }

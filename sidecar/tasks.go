@@ -30,8 +30,8 @@ func (s *Server) taskMethod(method string) handlerFunc {
 		res, err := s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
 			return conn.Request(ctx, method, body)
 		})
-		if err == nil && method == protocol.MethodTasksResult {
-			res.value = s.limitTaskResult(p.SessionID, p.Server, res.value.(json.RawMessage))
+		if raw, ok := res.value.(json.RawMessage); ok && err == nil && method == protocol.MethodTasksResult {
+			res.value = s.limitTaskResult(p.SessionID, p.Server, raw)
 		}
 		return res, err
 	}
