@@ -93,7 +93,7 @@ func (c *sentCall) limitElsewhere(raw json.RawMessage) bool {
 	}
 	raw = bytes.Clone(raw) // the line it is a slice of is reused once CallEnded returns
 	go func() {
-		c.answer(c.s.limitToolOutput(tc.sc, tc.bound.Name, raw), nil)
+		c.answer(c.s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw), nil)
 	}()
 	return true
 }
@@ -110,14 +110,24 @@ func (s *Server) limitTaskResult(sessionID, server string, raw json.RawMessage) 
 	if err != nil {
 		return raw
 	}
-	return s.limitToolOutput(sc, "", raw)
+	return s.limitToolOutput(sc, "", fmt.Sprintf("a task of server %q", sc.name), raw)
+}
+
+// toolWords names t for the model, by the name it knows it by.
+func toolWords(t catalog.Tool) string {
+	name := t.Qualified
+	if name == "" {
+		name = t.Name
+	}
+	return fmt.Sprintf("tool %q", name)
 }
 
 // limitToolOutput is the result the host gets for raw, a CallToolResult
-// of tool on sc: raw itself when it is within the limit (or is not a
-// result this can read), else raw cut to the limit, the whole kept in a
-// file of the session.
-func (s *Server) limitToolOutput(sc *serverConn, tool string, raw json.RawMessage) (out json.RawMessage) {
+// of tool (its raw name) on sc: raw itself when it is within the limit (or
+// is not a result this can read), else raw cut to the limit, the whole
+// kept in a file of the session. what names the result's maker in the
+// marker.
+func (s *Server) limitToolOutput(sc *serverConn, tool, what string, raw json.RawMessage) (out json.RawMessage) {
 	limit := sc.outputLimit(tool)
 	if !outputMayExceed(raw, limit) || outputWithin(raw, limit) {
 		return raw
@@ -161,7 +171,7 @@ func (s *Server) limitToolOutput(sc *serverConn, tool string, raw json.RawMessag
 	} else {
 		cut.File = path
 	}
-	out, err = res.render(plan, marker(res, plan, &cut, file, tool, sc.name), cut)
+	out, err = res.render(plan, marker(res, plan, &cut, file, what), cut)
 	if err != nil {
 		s.logger.Warn("tool result over its limit not cut", "server", sc.name, "tool", tool, "err", err)
 		return raw
@@ -473,7 +483,7 @@ func (r *toolResult) file(raw []byte) outputFile {
 
 // marker is the text block that tells the model (and the person reading
 // along) what was left out and where the whole result is.
-func marker(r *toolResult, p cutPlan, cut *protocol.OutputCut, f outputFile, tool, server string) string {
+func marker(r *toolResult, p cutPlan, cut *protocol.OutputCut, f outputFile, what string) string {
 	var left []string
 	text := f.format == protocol.OutputFileText && cut.File != ""
 	if p.cutBlock >= 0 {
@@ -504,8 +514,8 @@ func marker(r *toolResult, p cutPlan, cut *protocol.OutputCut, f outputFile, too
 		left = append(left, "structuredContent")
 	}
 	var m strings.Builder
-	fmt.Fprintf(&m, "[mcp-sidecar cut this result of tool %q (server %q): it is about %s tokens, over its limit of %s, so about %s are shown. Left out: %s.",
-		tool, server, thousands(cut.OriginalTokens), thousands(cut.Limit), thousands(cut.KeptTokens), strings.Join(left, ", "))
+	fmt.Fprintf(&m, "[mcp-sidecar cut this result of %s: it is about %s tokens, over its limit of %s, so about %s are shown. Left out: %s.",
+		what, thousands(cut.OriginalTokens), thousands(cut.Limit), thousands(cut.KeptTokens), strings.Join(left, ", "))
 	switch {
 	case cut.File == "":
 		m.WriteString(" The whole result could not be kept; call the tool again asking for less.]")

@@ -175,7 +175,7 @@ func TestToolOutputCutToDefaultLimit(t *testing.T) {
 			}
 			rest := strings.Count(kept, "\n") + 1
 			marker := res.Content[1].Text
-			for _, want := range []string{cut.File, "25,000", thousands(total), fmt.Sprintf("from line %s of the file", thousands(rest))} {
+			for _, want := range []string{`tool "mcp__s__dump"`, cut.File, "25,000", thousands(total), fmt.Sprintf("from line %s of the file", thousands(rest))} {
 				if !strings.Contains(marker, want) {
 					t.Errorf("marker %q does not say %q", marker, want)
 				}

@@ -238,7 +238,7 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 		return result{}, tc.callError(ctx, err)
 	}
 	if tc.p.Task == nil {
-		raw = s.limitToolOutput(tc.sc, tc.bound.Name, raw)
+		raw = s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw)
 	}
 	return result{value: raw}, nil
 }
