@@ -422,3 +422,52 @@ func TestTaskResultLimited(t *testing.T) {
 		t.Errorf("tasks/result: account %+v, want a cut at the server's limit, 1000", cut)
 	}
 }
+
+// cutCall calls a tool whose result is over a limit of 1,000 tokens and
+// returns the result.
+func cutCall(t *testing.T, h *harness) cutResult {
+	t.Helper()
+	cfg := fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("dump", fixture.BehaviorResult)}})
+	cfg.OutputTokenLimit = 1000
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	h.waitComplete(sid, 0)
+	raw, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__dump", "arguments": map[string]any{"result": textResult(listing(300))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeResult(t, raw)
+}
+
+// TestToolOutputFilesGoAtShutdown: shutdown, which ends every session,
+// removes their files too.
+func TestToolOutputFilesGoAtShutdown(t *testing.T) {
+	outputTmp(t)
+	h := newHarness(t)
+	cut := cutCall(t, h).account(t)
+	if cut == nil || cut.File == "" {
+		t.Fatalf("account %+v: want a file", cut)
+	}
+	if err := h.call(protocol.MethodShutdown, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(cut.File)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("results folder still there after shutdown: %v", err)
+	}
+}
+
+// TestToolOutputWithoutFile: when the file cannot be written (here, no
+// temp folder), the result is still cut, and the marker and _meta say the
+// whole was not kept.
+func TestToolOutputWithoutFile(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	h := newHarness(t)
+	res := cutCall(t, h)
+	cut := res.account(t)
+	if cut == nil || cut.File != "" || cut.FileFormat != "" || cut.FileError == "" {
+		t.Fatalf("account %+v: want fileError and no file", cut)
+	}
+	if marker := res.Content[len(res.Content)-1].Text; !strings.Contains(marker, "could not be kept") {
+		t.Errorf("marker %q does not say the whole result was not kept", marker)
+	}
+}
