@@ -102,8 +102,12 @@ func (c *sentCall) limitElsewhere(raw json.RawMessage) bool {
 // tasks/result, the CallToolResult of the tools/call that made it). Which
 // tool made the task is not known here: the server's limit applies.
 func (s *Server) limitTaskResult(sessionID, server string, raw json.RawMessage) json.RawMessage {
-	sess, err := s.session(sessionID)
-	if err != nil {
+	// The request found the session open; it may have closed since (its
+	// files are gone then, and the result goes whole).
+	s.mu.Lock()
+	sess := s.sessions[sessionID]
+	s.mu.Unlock()
+	if sess == nil {
 		return raw
 	}
 	sc, err := sess.server(server)
