@@ -106,6 +106,10 @@ type Limits struct {
 	// AuthorizationTimeoutMs bounds an OAuth authorization flow, the user
 	// in the browser included (default 300000).
 	AuthorizationTimeoutMs int64 `json:"authorizationTimeoutMs,omitempty"`
+	// MaxToolOutputTokens is the token limit of a tool's result for tools
+	// and servers whose configuration sets none, and the ceiling of those
+	// that do (default 25000; docs/protocol.md, "Tool output limits").
+	MaxToolOutputTokens int `json:"maxToolOutputTokens,omitempty"`
 }
 
 type InitializeParams struct {

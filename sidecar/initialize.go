@@ -21,13 +21,19 @@ import (
 
 // Feature names of initialize.features.
 const (
-	FeatureToolListChanged     = "mcp_tool_list_changed"
+	FeatureToolListChanged     = "mcp_tool_list_changed" // on unless set false
 	FeatureEarlyDiscovery      = "apps_early_resource_discovery"
 	FeatureLazyStdioStartup    = "mcp_lazy_stdio_startup"
 	FeatureShareStartupListing = "mcp_share_startup_listing" // on unless set false
+	FeatureToolOutputLimit     = "mcp_tool_output_limit"     // on unless set false
 )
 
-var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
+var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing, FeatureToolOutputLimit}
+
+// featuresOnByDefault are the features a host gets without asking: each
+// is what hosts (and the people behind them) expect of an MCP client, and
+// a host that does the same itself turns it off with false.
+var featuresOnByDefault = []string{FeatureToolListChanged, FeatureShareStartupListing, FeatureToolOutputLimit}
 
 const (
 	defaultMaxConcurrentStarts  = 8
@@ -55,6 +61,12 @@ type environment struct {
 	auth *oauth.Manager
 	// scrub holds what is scrubbed from each server's words (secrets.go).
 	scrub scrubbers
+
+	// maxOutputTokens is the host's limit of a tool's result (0: the
+	// default), and outputDir the folder the sessions keep cut results
+	// in (outputlimit.go).
+	maxOutputTokens int
+	outputDir       string
 
 	// searches holds the search analyses of servers' tools that sessions
 	// share (tools/search).
@@ -99,11 +111,9 @@ func (e *environment) cacheRepaired(key string) {
 	e.badCacheMu.Unlock()
 }
 
+// feature reports whether a feature is on; initialize filled in the
+// defaults of those the host did not set.
 func (e *environment) feature(name string) bool {
-	if name == FeatureShareStartupListing {
-		v, set := e.features[name]
-		return !set || v
-	}
 	return e.features[name]
 }
 
@@ -154,6 +164,7 @@ func (s *Server) initialize(ctx context.Context, rq *request) (res result, err e
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 		searches:     search.NewShared(search.DefaultRanking()),
+		outputDir:    outputRoot(s.opts.Env),
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
@@ -184,6 +195,9 @@ func (s *Server) initialize(ctx context.Context, rq *request) (res result, err e
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = millis(l.RefreshCooldownMs)
 		}
+		if l.MaxToolOutputTokens > 0 {
+			env.maxOutputTokens = l.MaxToolOutputTokens
+		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)
 	var unknownFeatures []string
@@ -194,6 +208,11 @@ func (s *Server) initialize(ctx context.Context, rq *request) (res result, err e
 			continue
 		}
 		env.features[name] = on
+	}
+	for _, name := range featuresOnByDefault {
+		if _, set := env.features[name]; !set {
+			env.features[name] = true
+		}
 	}
 	slices.Sort(unknownFeatures)
 	for name := range servers {

@@ -60,6 +60,9 @@ type Session struct {
 	// teardowns tracks the teardowns of servers whose startup failed
 	// (mcpclient.Options.Background); close waits for them.
 	teardowns sync.WaitGroup
+	// outputs keeps the session's results cut to their limit, whole, until
+	// it closes (outputfiles.go).
+	outputs outputFiles
 }
 
 // sessionCatalog is the session's qualified view of all its servers' tools,
@@ -495,6 +498,9 @@ func (sess *Session) close() {
 	sess.watchers.Wait()
 	sess.teardowns.Wait()
 	sess.srv.logLimiter.forgetSession(sess.id)
+	if err := sess.outputs.close(); err != nil {
+		sess.srv.logger.Warn("results of the session not removed", "session", sess.id, "err", err)
+	}
 }
 
 // background runs a teardown of one of sc's processes that the session's

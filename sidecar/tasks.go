@@ -27,9 +27,13 @@ func (s *Server) taskMethod(method string) handlerFunc {
 			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "taskId is required")
 		}
 		body, _ := json.Marshal(map[string]string{"taskId": p.TaskID})
-		return s.forward(ctx, rq, method, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
+		res, err := s.forward(ctx, rq, method, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 			return conn.Request(ctx, method, body)
 		})
+		if raw, ok := res.value.(json.RawMessage); ok && err == nil && method == protocol.MethodTasksResult {
+			res.value = s.limitTaskResult(p.SessionID, p.Server, raw)
+		}
+		return res, err
 	}
 }
 

@@ -324,6 +324,9 @@ func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 		}
 		return result{}, tc.callError(ctx, err)
 	}
+	if tc.p.Task == nil {
+		raw = s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw)
+	}
 	return result{value: raw}, nil
 }
 
@@ -413,6 +416,14 @@ func (c *sentCall) abort(cause error) {
 // CallEnded answers the host with the call's result or error, after the
 // call has ended (end), and is called once (mcpclient.CallReceiver).
 func (c *sentCall) CallEnded(raw json.RawMessage, err error) {
+	if err == nil && c.limitElsewhere(raw) {
+		return // answered by the goroutine that limits the result
+	}
+	c.answer(raw, err)
+}
+
+// answer is CallEnded's answer to the host.
+func (c *sentCall) answer(raw json.RawMessage, err error) {
 	s, tc := c.s, &c.tc
 	defer s.work.Done()
 	defer func() {

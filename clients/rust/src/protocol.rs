@@ -125,6 +125,9 @@ pub struct Limits {
     /// Bound of an OAuth authorization flow, the user in the browser included (default 300000).
     #[serde(rename = "authorizationTimeoutMs", default, skip_serializing_if = "Option::is_none")]
     pub authorization_timeout_ms: Option<i64>,
+    /// Token limit of a tool's result for tools and servers whose configuration sets no output_token_limit, and the ceiling of those that do (default 25000); a result over its limit is cut, the whole kept in a file of the session.
+    #[serde(rename = "maxToolOutputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_output_tokens: Option<i64>,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -434,6 +437,7 @@ impl<'de> Deserialize<'de> for ServerConfigToolsValueApprovalMode {
 pub struct ServerConfigToolsValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_mode: Option<ServerConfigToolsValueApprovalMode>,
+    /// Token limit of the tool's results (Codex's key); over it a result is cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_token_limit: Option<i64>,
     /// Members this version of the protocol does not name, as received.
@@ -577,6 +581,9 @@ pub struct ServerConfig {
     /// Per-tool settings by tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<BTreeMap<String, ServerConfigToolsValue>>,
+    /// Token limit of the results of the server's tools that set none of their own (the sidecar's key; Codex has it per tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_limit: Option<i64>,
     /// OAuth resource (RFC 8707) of an HTTP server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_resource: Option<String>,
@@ -1770,11 +1777,88 @@ pub struct CallToolResult {
     /// The tool ran and failed.
     #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// The server's _meta; with the sidecar's mcp-sidecar/truncated (an OutputCut) when it cut the result to its limit.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
     /// Members this version of the protocol does not name, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutputCutFileFormat {
+    /// `text`
+    Text,
+    /// `json`
+    Json,
+    Other(String),
+}
+
+impl OutputCutFileFormat {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            OutputCutFileFormat::Text => "text",
+            OutputCutFileFormat::Json => "json",
+            OutputCutFileFormat::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for OutputCutFileFormat {
+    fn from(s: &str) -> Self {
+        match s {
+            "text" => OutputCutFileFormat::Text,
+            "json" => OutputCutFileFormat::Json,
+            other => OutputCutFileFormat::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for OutputCutFileFormat {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputCutFileFormat {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(OutputCutFileFormat::from(s.as_str()))
+    }
+}
+
+/// What the sidecar left out of a result over its token limit (the _meta member mcp-sidecar/truncated). Block indexes are positions in the server's content array, from 0.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct OutputCut {
+    /// The limit that applied, in estimated tokens.
+    pub limit: i64,
+    /// The estimate of the result as the server sent it.
+    #[serde(rename = "originalTokens")]
+    pub original_tokens: i64,
+    /// The estimate of what was kept, the marker block not counted.
+    #[serde(rename = "keptTokens")]
+    pub kept_tokens: i64,
+    /// The content blocks left out whole.
+    #[serde(rename = "omittedBlocks")]
+    pub omitted_blocks: Vec<i64>,
+    /// The text block kept in part, when one is.
+    #[serde(rename = "cutBlock", default, skip_serializing_if = "Option::is_none")]
+    pub cut_block: Option<i64>,
+    /// structuredContent was left out whole.
+    #[serde(rename = "structuredContentOmitted", default, skip_serializing_if = "Option::is_none")]
+    pub structured_content_omitted: Option<bool>,
+    /// The file that holds the whole result until the session closes; absent when it could not be written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
+    #[serde(rename = "fileFormat", default, skip_serializing_if = "Option::is_none")]
+    pub file_format: Option<OutputCutFileFormat>,
+    /// Why the file could not be written.
+    #[serde(rename = "fileError", default, skip_serializing_if = "Option::is_none")]
+    pub file_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -45,6 +45,8 @@ export interface Limits {
   maxServerRequests?: number;
   /** Bound of an OAuth authorization flow, the user in the browser included (default 300000). */
   authorizationTimeoutMs?: number;
+  /** Token limit of a tool's result for tools and servers whose configuration sets no output_token_limit, and the ceiling of those that do (default 25000); a result over its limit is cut, the whole kept in a file of the session. */
+  maxToolOutputTokens?: number;
 }
 
 /** One MCP server, with the keys of Codex's McpServerConfig. Unknown keys are ignored and reported as warnings (initialize's config.warnings), with a hint; a definition with errors makes the server invalid. */
@@ -93,9 +95,12 @@ export interface ServerConfig {
   /** Per-tool settings by tool name. */
   tools?: { [key: string]: {
       approval_mode?: "auto" | "prompt" | "writes" | "approve";
+      /** Token limit of the tool's results (Codex's key); over it a result is cut. */
       output_token_limit?: number;
       [key: string]: unknown;
     } };
+  /** Token limit of the results of the server's tools that set none of their own (the sidecar's key; Codex has it per tool). */
+  output_token_limit?: number;
   /** OAuth resource (RFC 8707) of an HTTP server. */
   oauth_resource?: string;
   /** OAuth client of an HTTP server. */
@@ -282,8 +287,31 @@ export interface CallToolResult {
   structuredContent?: { [key: string]: unknown };
   /** The tool ran and failed. */
   isError?: boolean;
+  /** The server's _meta; with the sidecar's mcp-sidecar/truncated (an OutputCut) when it cut the result to its limit. */
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
+}
+
+/** What the sidecar left out of a result over its token limit (the _meta member mcp-sidecar/truncated). Block indexes are positions in the server's content array, from 0. */
+export interface OutputCut {
+  /** The limit that applied, in estimated tokens. */
+  limit: number;
+  /** The estimate of the result as the server sent it. */
+  originalTokens: number;
+  /** The estimate of what was kept, the marker block not counted. */
+  keptTokens: number;
+  /** The content blocks left out whole. */
+  omittedBlocks: Array<number>;
+  /** The text block kept in part, when one is. */
+  cutBlock?: number;
+  /** structuredContent was left out whole. */
+  structuredContentOmitted?: boolean;
+  /** The file that holds the whole result until the session closes; absent when it could not be written. */
+  file?: string;
+  /** text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented. */
+  fileFormat?: "text" | "json";
+  /** Why the file could not be written. */
+  fileError?: string;
 }
 
 /** Who a content block is meant for (MCP's Role). */
