@@ -188,6 +188,8 @@ type Conn struct {
 	experimental map[string]json.RawMessage
 	protocol     string
 	serverInfo   *mcp.Implementation
+	era          Era
+	instructions string
 
 	// life is cancelled when the connection ends: in-flight calls derive
 	// from it, so they fail at once rather than wait on a dead peer (and
@@ -413,7 +415,9 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 	}
 	c.experimental = wire.Capabilities.Experimental
 	c.protocol = wire.ProtocolVersion
+	c.era = EraLegacy
 	if res != nil {
+		c.instructions = res.Instructions
 		c.serverInfo = res.ServerInfo
 		if c.protocol == "" {
 			c.protocol = res.ProtocolVersion
@@ -731,12 +735,13 @@ func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMe
 // meta the _meta entries; json.RawMessage values go out with their bytes.
 // The map is copied: go-sdk may add keys to the one it sends.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	return c.callTool(ctx, name, args, meta, nil)
+	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta})
 }
 
 // callTool is CallTool with the task parameter when task is not nil. Over
 // stdio it takes the raw path (rawcall.go).
-func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
+func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	name, args, meta, task := call.Name, call.Arguments, call.Meta, call.Task
 	args, err := c.checkCallParams(name, args, task)
 	if err != nil {
 		return nil, err
