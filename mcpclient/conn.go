@@ -78,6 +78,16 @@ type Options struct {
 	Roots          bool
 	Sampling       bool
 	SamplingTools  bool // sampling with tools (sampling.tools)
+	// Extensions are the client's extensions (capabilities.extensions of
+	// protocol 2026-07-28: MCP Apps, Skills, tasks...), each value the
+	// extension's settings object as the host declared it. Sent to modern
+	// servers only.
+	Extensions map[string]json.RawMessage
+	// Era is what the sidecar learnt of the server before (Conn.Era of an
+	// earlier connection), or EraUnknown. EraLegacy skips the modern probe;
+	// EraModern skips the fallback wait. A hint that turns out wrong is
+	// probed again once. protocol_version, when set, decides instead.
+	Era Era
 	// MaxServerRequests bounds the server's requests waiting on the host
 	// at once (default DefaultMaxServerRequests).
 	MaxServerRequests int
