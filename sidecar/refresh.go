@@ -216,7 +216,8 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		sc.mu.Lock()
 		gen := sc.list.changes
 		sc.mu.Unlock()
-		items, tools, err := sc.listTools(ctx, conn, false)
+		listedAt := sc.sess.srv.now()
+		listing, tools, err := sc.listTools(ctx, conn, false)
 		if err != nil {
 			if ctx.Err() != nil {
 				return cancelledError()
@@ -245,6 +246,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		changed := !sameTools(sc.tools, tools)
 		sc.setTools(tools)
 		sc.catalogSrc = protocol.CatalogLive
+		sc.hints, sc.listedAt = listing.Hints, listedAt
 		sc.list.listed = gen
 		sc.list.failedAt = time.Time{}
 		sc.mu.Unlock()
@@ -256,8 +258,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		// A listing overtaken too often is served, marked stale, but not
 		// cached.
 		if !overtaken {
-			listedAt := time.Now()
-			sc.sess.track(func() { sc.storeCacheAt(conn, items, gen, listedAt) })
+			sc.sess.track(func() { sc.storeCacheAt(conn, listing, gen, listedAt) })
 		}
 		if changed {
 			sc.sess.rebuildCatalog()
