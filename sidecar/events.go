@@ -35,7 +35,8 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		ClientInfo:     &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
 		Elicitation:    env.hostCaps.Elicitation.Form,
 		ElicitationURL: env.hostCaps.Elicitation.URL,
-		Roots:          env.hostCaps.Roots,
+		Roots:          env.hostCaps.Roots.Enabled,
+		Extensions:     env.hostCaps.Extensions,
 		Sampling:       env.hostCaps.Sampling.Enabled,
 		SamplingTools:  env.hostCaps.Sampling.Tools,
 		// What the connection logs may quote the server (its stderr, its
@@ -117,7 +118,7 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			return hostAnswer(srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params}))
 		}
 	}
-	if env.hostCaps.Roots {
+	if env.hostCaps.Roots.Enabled {
 		opts.Handlers.ListRoots = func(ctx context.Context) (json.RawMessage, error) {
 			return hostAnswer(srv.callHost(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name}))
 		}

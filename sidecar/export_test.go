@@ -1,6 +1,11 @@
 package sidecar
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
+)
 
 // Hooks are the test seams of a Server (see testHooks).
 type Hooks struct {
@@ -36,6 +41,12 @@ type Hooks struct {
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// Connecting is called with the options of each connection of
+	// server, just before it connects.
+	Connecting func(session, server string, opts mcpclient.Options)
+	// ToolCallBound is called when a tools/call leaves, with the header
+	// declarations of the tool it was bound to.
+	ToolCallBound func(session, server, tool string, headers mcpheader.Bindings)
 	// ToolCallSent is called when a tools/call is sent to server: from
 	// the host's read loop (own false), or from a goroutine of its own
 	// (a call that had to wait for something, or a server the read loop
@@ -67,6 +78,8 @@ func WithHooks(opts Options, h Hooks) Options {
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
 		toolCallSent:        h.ToolCallSent,
+		connecting:          h.Connecting,
+		toolCallBound:       h.ToolCallBound,
 
 		resourceUpdateQueued:  h.ResourceUpdateQueued,
 		resourceUpdateSending: h.ResourceUpdateSending,

@@ -1,6 +1,11 @@
 package sidecar
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
+)
 
 // testHooks are the seams tests use to order events without sleeping
 // (export_test.go sets them through Options); the zero value is the
@@ -36,6 +41,12 @@ type testHooks struct {
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// connecting is called with the options of each connection, just
+	// before it connects.
+	connecting func(session, server string, opts mcpclient.Options)
+	// toolCallBound is called when a tools/call leaves, with the header
+	// declarations of the tool it was bound to.
+	toolCallBound func(session, server, tool string, headers mcpheader.Bindings)
 	// toolCallSent is called when a tools/call is sent to its server:
 	// from the host's read loop (own false) or from a goroutine of its
 	// own (toolcall.go).

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -76,6 +77,11 @@ type environment struct {
 	// reported: one bad file is reported once, not once per session.
 	badCacheMu sync.Mutex
 	badCache   map[string]bool
+
+	// eras holds the era each discovery scope's last connection
+	// negotiated, or what its disk entry said (learnt.go).
+	erasMu sync.Mutex
+	eras   map[string]mcpclient.Era
 }
 
 // reportBadCache reports whether the unusable cache file of key is news.

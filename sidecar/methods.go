@@ -55,7 +55,7 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 		want[sc.name] = true
 		sc.mu.Lock()
 		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
-			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls, Instructions: sc.instructions}
 		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected || sc.state == protocol.StateNeedsAuthorization {
 			entry.Error = sc.lastErr
 		}
@@ -812,9 +812,12 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	st.SkippedStdoutLines, st.FirstSkippedStdoutLine = sc.skipped, sc.firstSkipped
+	st.Instructions = sc.instructions
+	st.ExcludedTools = sc.excluded
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
 		st.ProtocolVersion = sc.conn.ProtocolVersion()
+		st.Era = eraName(sc.conn.Era())
 		if caps := sc.conn.Capabilities(); len(caps) > 0 {
 			st.Capabilities = caps
 		}

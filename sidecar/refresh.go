@@ -349,7 +349,8 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		sc.mu.Lock()
 		gen := sc.list.changes
 		sc.mu.Unlock()
-		items, tools, err := sc.listTools(ctx, conn, false)
+		listedAt := sc.sess.srv.now()
+		listing, tools, err := sc.listTools(ctx, conn, false)
 		if err != nil {
 			if sc.sess.closing() {
 				// The close ended the listing, not the server.
@@ -379,6 +380,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		changed := !sameTools(sc.tools, tools)
 		sc.setTools(tools)
 		sc.catalogSrc = protocol.CatalogLive
+		sc.hints, sc.listedAt = listing.Hints, listedAt
 		sc.list.listed = gen
 		sc.list.failedAt = time.Time{}
 		sc.list.stuck = false
@@ -403,8 +405,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		// A listing overtaken too often is served, marked stale, but not
 		// cached.
 		if !overtaken {
-			listedAt := time.Now()
-			sc.sess.track(func() { sc.storeCacheAt(conn, items, gen, listedAt) })
+			sc.sess.track(func() { sc.storeCacheAt(conn, listing, gen, listedAt) })
 		}
 		if changed {
 			sc.sess.rebuildCatalog()

@@ -113,6 +113,11 @@ type startAttempt struct {
 	// overtook the startup's listing: the server becomes ready with that
 	// listing, stale, and this is its lastError.
 	listErr string
+	// hints and listedAt are the startup's listing's (learnt.go); kept is
+	// set when the startup listed nothing, its cached catalog being fresh.
+	hints    catalog.CacheHints
+	listedAt time.Time
+	kept     bool
 }
 
 // serverConn is one server in one session.
@@ -161,6 +166,18 @@ type serverConn struct {
 	// not JSON-RPC; firstSkipped is the first of them.
 	skipped      int
 	firstSkipped string
+	// hints are the caching hints of the catalog in use (a live listing's
+	// over a connection of 2026-07-28, or the disk entry's), listedAt when
+	// it was listed (learnt.go).
+	hints    catalog.CacheHints
+	listedAt time.Time
+	// instructions are the server's instructions as the host gets them:
+	// the live connection's, or a dormant server's from its disk entry.
+	instructions string
+	// excluded are the tools the last listing left out; excludedSeen
+	// those reported in mcp/log already.
+	excluded     []protocol.ExcludedTool
+	excludedSeen []protocol.ExcludedTool
 
 	// cacheMu orders the disk cache writes and removals of this server:
 	// they run in the background, and neither an older listing nor one a
@@ -267,7 +284,7 @@ func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 		default:
 			eager = append(eager, name)
 		}
-		res.Servers = append(res.Servers, protocol.ServerState{Name: name, State: sc.state})
+		res.Servers = append(res.Servers, protocol.ServerState{Name: name, State: sc.state, Instructions: sc.instructions})
 	}
 	sess.rebuildCatalog()
 	// Round 0 always exists (its summary may be empty when every server
@@ -841,14 +858,30 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	opts := sc.clientOptions()
 	opts.OAuth = sc.oauthHandler(budget)
 	opts.HTTPClient = oauthClient(opts.OAuth)
+	opts.Era = sc.eraHint()
+	if f := sc.sess.srv.hook().connecting; f != nil {
+		f(sc.sess.id, sc.name, opts)
+	}
 	conn, err := mcpclient.Connect(ctx, opts)
 	budget.release()
 	if err != nil {
 		return nil, nil, err
 	}
+	sc.sess.env.learnEra(sc.scopeKey, conn.Era(), true)
 	a.conn = conn
 	close(a.initialized)
-	items, tools, gen, current, err := sc.listAtStartup(ctx, a, conn)
+	// A cached catalog the server said is still fresh serves the new
+	// connection as it is: no listing (docs/protocol.md, "Disk cache and
+	// lazy startup").
+	sc.mu.Lock()
+	if a.kept = sc.freshCatalogLocked(); a.kept {
+		tools := sc.tools
+		sc.mu.Unlock()
+		sc.resubscribe(ctx, conn)
+		return conn, tools, nil
+	}
+	sc.mu.Unlock()
+	listing, tools, gen, current, err := sc.listAtStartup(ctx, a, conn)
 	if err != nil {
 		// The failure is reported now; the process ends after.
 		sc.background(func() { conn.Close() })
@@ -856,7 +889,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	sc.resubscribe(ctx, conn)
 	if current {
-		sc.storeCacheAt(conn, items, gen, time.Now())
+		sc.storeCacheAt(conn, listing, gen, a.listedAt)
 	}
 	return conn, tools, nil
 }
@@ -868,42 +901,46 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 // failed refresh (a.listErr says why). Notifications that came before the
 // listing began are reflected in it. A catalog still stale when the server
 // becomes ready is refreshed then (finishStart).
-func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *mcpclient.Conn) (items []json.RawMessage, tools []catalog.Tool, gen uint64, current bool, err error) {
+func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *mcpclient.Conn) (listing catalog.Listing, tools []catalog.Tool, gen uint64, current bool, err error) {
 	for try := 0; ; try++ {
 		sc.mu.Lock()
 		began := sc.list.changes
 		sc.mu.Unlock()
 		// Only the first listing may be shared: the notification that
 		// overtook it invalidated the scope's shared listing.
+		listedAt := sc.sess.srv.now()
 		got, filtered, err := sc.listTools(ctx, conn, try == 0)
 		if err != nil {
 			if try == 0 || ctx.Err() != nil {
-				return nil, nil, 0, false, err
+				return catalog.Listing{}, nil, 0, false, err
 			}
 			a.listErr = sc.listingFailed(err, false)
-			return items, tools, gen, false, nil
+			return listing, tools, gen, false, nil
 		}
-		items, tools, gen = got, filtered, began
+		listing, tools, gen = got, filtered, began
+		a.hints, a.listedAt = got.Hints, listedAt
 		sc.mu.Lock()
 		sc.list.listed = gen
 		current = sc.list.changes == gen
 		sc.mu.Unlock()
 		if current || try == maxOvertakenListings {
-			return items, tools, gen, current, nil
+			return listing, tools, gen, current, nil
 		}
 	}
 }
 
 // storeCacheAt writes a live listing, made at listedAt when
-// listState.changes was gen, to the disk cache, unless the server opted out
-// of caching or a newer listing or a later notification was acted on
-// already. A failure is reported, never fatal.
-func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage, gen uint64, listedAt time.Time) {
+// listState.changes was gen, to the disk cache with what conn learnt of
+// the server (its era and protocol version, its instructions), unless the
+// server opted out of caching or a newer listing or a later notification
+// was acted on already. A failure is reported, never fatal.
+func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, listing catalog.Listing, gen uint64, listedAt time.Time) {
 	disk := sc.sess.env.disk
 	if disk == nil || !cacheable(conn) {
 		return
 	}
-	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: items}
+	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: listing.Items, Hints: listing.Hints,
+		Era: string(conn.Era()), ProtocolVersion: conn.ProtocolVersion(), Instructions: sc.cutInstructions(conn.Instructions())}
 	sc.cacheMu.Lock()
 	defer sc.cacheMu.Unlock()
 	if gen < sc.cacheGen || gen == sc.cacheGen && listedAt.Before(sc.cacheWritten) {
@@ -942,26 +979,31 @@ func (sc *serverConn) invalidateDisk(notification uint64) {
 }
 
 // listTools fetches the whole catalog of conn; share lets overlapping
-// startups of one discovery scope use one listing.
-func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) ([]json.RawMessage, []catalog.Tool, error) {
-	list := func(ctx context.Context) ([]json.RawMessage, error) {
-		return catalog.Paginate(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
+// startups of one discovery scope use one listing (the scope is the key:
+// a listing, private or not, is never shared beyond it). The listing's
+// hints are those of conn's protocol (listingHints); tools with invalid
+// x-mcp-header declarations are left out and reported (noteExcluded).
+func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) (catalog.Listing, []catalog.Tool, error) {
+	list := func(ctx context.Context) (catalog.Listing, error) {
+		return catalog.PaginateListing(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
 	}
-	var items []json.RawMessage
+	var listing catalog.Listing
 	var err error
 	if share && sc.sess.env.feature(FeatureShareStartupListing) && cacheable(conn) {
-		items, _, err = sc.sess.env.shared.List(ctx, sc.scopeKey, list)
+		listing, _, err = sc.sess.env.shared.ListWith(ctx, sc.scopeKey, list)
 	} else {
-		items, err = list(ctx)
+		listing, err = list(ctx)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing tools of server %q: %w", sc.name, err)
+		return catalog.Listing{}, nil, fmt.Errorf("listing tools of server %q: %w", sc.name, err)
 	}
-	all, err := catalog.ParseTools(sc.name, items)
+	listing.Hints = listingHints(conn, listing.Hints)
+	all, excluded, err := catalog.ParseCatalog(sc.name, listing.Items)
 	if err != nil {
-		return nil, nil, err
+		return catalog.Listing{}, nil, err
 	}
-	return items, sc.filter(all), nil
+	sc.noteExcluded(excluded, true)
+	return listing, sc.filter(all), nil
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
@@ -1014,6 +1056,10 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			changed = sc.catalogSrc == protocol.CatalogCached && !sameTools(sc.tools, tools)
 			sc.conn = conn
 			sc.setTools(tools)
+			if !a.kept {
+				sc.hints, sc.listedAt = a.hints, a.listedAt
+			}
+			sc.instructions = sc.cutInstructions(conn.Instructions())
 			sc.catalogSrc = protocol.CatalogLive
 			sc.list.stuck = false // a new connection listed
 			sc.lastErr = a.listErr
@@ -1430,8 +1476,9 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	}
 	entry, err := disk.Load(sc.scopeKey)
 	var all []catalog.Tool
+	var excluded []catalog.Excluded
 	if err == nil && entry != nil {
-		all, err = catalog.ParseTools(sc.name, entry.Tools)
+		all, excluded, err = catalog.ParseCatalog(sc.name, entry.Tools)
 	}
 	if err != nil {
 		if sess.env.untrustedDir(err) {
@@ -1444,11 +1491,17 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	if entry == nil {
 		return false
 	}
+	sess.env.learnEra(sc.scopeKey, eraOf(entry.Era), false)
 	tools := sc.filter(all)
 	if len(tools) == 0 {
 		return false
 	}
+	// Reported when the server lists them live; servers/status shows them
+	// meanwhile.
+	sc.noteExcluded(excluded, false)
 	sc.setTools(tools)
 	sc.catalogSrc = protocol.CatalogCached
+	sc.hints, sc.listedAt = entry.Hints, entry.ListedAt
+	sc.instructions = entry.Instructions
 	return true
 }

@@ -259,6 +259,9 @@ func (sess *Session) bindNow(p protocol.ToolsCallParams) (*serverConn, catalog.T
 // progress token is registered, so that the server's progress reaches the
 // host from the first notification.
 func (tc *toolCall) begin(logger *slog.Logger) {
+	if f := tc.sess.srv.hook().toolCallBound; f != nil {
+		f(tc.sess.id, tc.sc.name, tc.bound.Name, tc.bound.Headers)
+	}
 	for _, k := range tc.dropped {
 		why := "not a valid JSON value"
 		if sandbox.IsSandboxKey(k) {
@@ -311,13 +314,12 @@ func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
 	defer cancel()
-	var raw json.RawMessage
-	var err error
-	if tc.p.Task != nil {
-		raw, err = tc.conn.CallToolTask(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task)
-	} else {
-		raw, err = tc.conn.CallTool(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta)
-	}
+	// The tool's header declarations were read once, with its catalog:
+	// over Streamable HTTP at 2026-07-28 they become its Mcp-Param-*
+	// headers.
+	raw, err := tc.conn.CallToolWith(callCtx, mcpclient.ToolCall{
+		Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task, Headers: tc.bound.Headers,
+	})
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) {
 			err = errToolTimeout

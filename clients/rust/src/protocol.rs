@@ -56,6 +56,20 @@ pub enum ElicitationCapability {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RootsCapabilityObject {
+    #[serde(rename = "listChanged", default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// true, {} or {"listChanged": true}: the host answers mcp/roots. false: it does not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RootsCapability {
+    Bool(bool),
+    Object(RootsCapabilityObject),
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SamplingCapabilityObject {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Map<String, Value>>,
@@ -82,15 +96,18 @@ pub struct HostCapabilities {
     /// The host answers mcp/elicit: true (form elicitation) or the modes it handles. Servers are offered elicitation only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<ElicitationCapability>,
-    /// The host answers mcp/roots. Servers are offered roots only when this is true.
+    /// The host answers mcp/roots: true, or MCP's shape {} or {"listChanged": true} (listChanged has no effect: the sidecar asks for the roots each time a server does). Servers are offered roots only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roots: Option<bool>,
+    pub roots: Option<RootsCapability>,
     /// The host answers mcp/sample. Servers are offered sampling only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SamplingCapability>,
     /// The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationCapability>,
+    /// The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<BTreeMap<String, Map<String, Value>>>,
 }
 
 /// The sandbox launcher candidate to probe.
@@ -1199,6 +1216,9 @@ impl<'de> Deserialize<'de> for State {
 pub struct ServerState {
     pub name: String,
     pub state: State,
+    /// A dormant server's instructions for the model, from the disk cache (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1382,6 +1402,9 @@ pub struct ServerCatalog {
     /// The server's supports_parallel_tool_calls: its tools may be called in parallel.
     #[serde(rename = "supportsParallelToolCalls", default, skip_serializing_if = "Option::is_none")]
     pub supports_parallel_tool_calls: Option<bool>,
+    /// The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -2028,6 +2051,51 @@ impl<'de> Deserialize<'de> for ServerStatusTransport {
     }
 }
 
+/// The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake).
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerStatusEra {
+    /// `modern`
+    Modern,
+    /// `legacy`
+    Legacy,
+    Other(String),
+}
+
+impl ServerStatusEra {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerStatusEra::Modern => "modern",
+            ServerStatusEra::Legacy => "legacy",
+            ServerStatusEra::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerStatusEra {
+    fn from(s: &str) -> Self {
+        match s {
+            "modern" => ServerStatusEra::Modern,
+            "legacy" => ServerStatusEra::Legacy,
+            other => ServerStatusEra::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerStatusEra {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerStatusEra {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerStatusEra::from(s.as_str()))
+    }
+}
+
 /// The sandbox capability the server advertised.
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -2214,6 +2282,14 @@ pub struct ServerAuthorization {
     pub authorization_url: Option<String>,
 }
 
+/// A tool a server listed that the catalog leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ExcludedTool {
+    /// The tool's name on the server.
+    pub tool: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
@@ -2227,6 +2303,9 @@ pub struct ServerStatus {
     /// MCP protocol version of the connection.
     #[serde(rename = "protocolVersion", default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<ServerStatusEra>,
     /// The server's MCP capabilities ({} when not connected).
     pub capabilities: Map<String, Value>,
     /// RFC 3339 time of the last successful start.
@@ -2272,6 +2351,12 @@ pub struct ServerStatus {
     /// The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<ServerAuthorization>,
+    /// The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay).
+    #[serde(rename = "excludedTools", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_tools: Option<Vec<ExcludedTool>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,12 +15,14 @@ export interface Implementation {
 export interface HostCapabilities {
   /** The host answers mcp/elicit: true (form elicitation) or the modes it handles. Servers are offered elicitation only when set. */
   elicitation?: ElicitationCapability;
-  /** The host answers mcp/roots. Servers are offered roots only when this is true. */
-  roots?: boolean;
+  /** The host answers mcp/roots: true, or MCP's shape {} or {"listChanged": true} (listChanged has no effect: the sidecar asks for the roots each time a server does). Servers are offered roots only when set. */
+  roots?: RootsCapability;
   /** The host answers mcp/sample. Servers are offered sampling only when set. */
   sampling?: SamplingCapability;
   /** The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL. */
   authorization?: AuthorizationCapability;
+  /** The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched. */
+  extensions?: { [key: string]: { [key: string]: unknown } };
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -186,6 +188,8 @@ export interface SessionOpenParams {
 export interface ServerState {
   name: string;
   state: State;
+  /** A dormant server's instructions for the model, from the disk cache (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
 }
 
 /** A server's state in a session; invalid: its configuration entry has errors and it is never started; needs_authorization: it can be used once a user authorizes it (OAuth). */
@@ -245,6 +249,8 @@ export interface ServerCatalog {
   error?: string;
   /** The server's supports_parallel_tool_calls: its tools may be called in parallel. */
   supportsParallelToolCalls?: boolean;
+  /** The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
 }
 
 export interface ToolsListResult {
@@ -538,6 +544,8 @@ export interface ServerStatus {
   pid?: number;
   /** MCP protocol version of the connection. */
   protocolVersion?: string;
+  /** The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake). */
+  era?: "modern" | "legacy";
   /** The server's MCP capabilities ({} when not connected). */
   capabilities: { [key: string]: unknown };
   /** RFC 3339 time of the last successful start. */
@@ -568,6 +576,17 @@ export interface ServerStatus {
   refreshingSince?: string;
   /** The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token. */
   authorization?: ServerAuthorization;
+  /** The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
+  /** Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay). */
+  excludedTools?: Array<ExcludedTool>;
+}
+
+/** A tool a server listed that the catalog leaves out, and why. */
+export interface ExcludedTool {
+  /** The tool's name on the server. */
+  tool: string;
+  reason: string;
 }
 
 export interface ServersStatusResult {
@@ -802,6 +821,11 @@ export type ElicitationCapability = boolean | {
 /** {} when the host samples; {"tools": {}} when it samples with tools. false: it does not (true is the same as {}). */
 export type SamplingCapability = boolean | {
   tools?: { [key: string]: unknown };
+};
+
+/** true, {} or {"listChanged": true}: the host answers mcp/roots. false: it does not. */
+export type RootsCapability = boolean | {
+  listChanged?: boolean;
 };
 
 export interface SampleParams {
