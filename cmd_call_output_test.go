@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,5 +93,29 @@ func TestBinaryCallChecksRequiredArguments(t *testing.T) {
 	}
 	if r := runBin(t, nil, "call", "search", "query=x", "--config", cfg); r.code != 0 {
 		t.Errorf("with the required argument: %s", r)
+	}
+}
+
+// TestBinaryCallPrintsLargeResultWhole: call shows a person the whole
+// result, however large and whatever output_token_limit the configuration
+// gives: the limits that keep a model's context small are for hosts, and
+// a file holding the rest would be gone when the command ends.
+func TestBinaryCallPrintsLargeResultWhole(t *testing.T) {
+	isolate(t)
+	var text strings.Builder
+	for i := range 3000 {
+		text.WriteString("line " + strconv.Itoa(i+1) + " of a long listing\n")
+	}
+	result, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text.String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, server{name: "big", spec: fixture.Spec{Raw: &fixture.RawSpec{Results: map[string]json.RawMessage{"tools/call": result}}},
+		extra: map[string]any{"output_token_limit": 100}})
+	for _, args := range [][]string{{"call", "big", "echo", "--config", cfg}, {"call", "big", "echo", "--json", "--config", cfg}} {
+		r := runBin(t, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "line 3000 of a long listing") || strings.Contains(r.stdout, "mcp-sidecar cut") {
+			t.Errorf("%v: want the whole result:\n%.500s", args, r)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,9 @@ import (
 )
 
 var sandboxCap = map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)}
+
+// mcpVersion is an MCP protocol version.
+var mcpVersion = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
 func TestCmdDoctorGoodConfig(t *testing.T) {
 	isolate(t)
@@ -31,17 +35,20 @@ func TestCmdDoctorGoodConfig(t *testing.T) {
 	}
 	header := "SERVER  "
 	rows := tableRows(t, r.stdout, header)
-	for _, col := range []string{"SERVER", "TRANSPORT", "STATUS", "STARTUP", "TOOLS", "BYTES", "~TOKENS", "SANDBOX", "LAUNCHER", "LAST STDERR"} {
+	for _, col := range []string{"SERVER", "TRANSPORT", "STATUS", "STARTUP", "TOOLS", "BYTES", "~TOKENS", "SANDBOX", "LAUNCHER", "MCP", "LAST STDERR"} {
 		if !strings.Contains(r.stdout, col) {
 			t.Errorf("table lacks column %s", col)
 		}
 	}
-	// Cells: name transport status startup tools bytes tokens sandbox launcher stderr.
+	// Cells: name transport status startup tools bytes tokens sandbox launcher mcp stderr.
 	check := func(name, status, tools, sandbox string) {
 		t.Helper()
 		row := rows[name]
-		if len(row) != 10 {
+		if len(row) != 11 {
 			t.Fatalf("row %s: %q", name, row)
+		}
+		if !mcpVersion.MatchString(row[9]) {
+			t.Errorf("row %s: MCP version %q", name, row[9])
 		}
 		if row[1] != "stdio" || row[2] != status || row[4] != tools || row[7] != sandbox || row[8] != "no" {
 			t.Errorf("row %s = %q, want status %s, %s tools, sandbox %s", name, row, status, tools, sandbox)
@@ -85,6 +92,12 @@ type doctorJSON struct {
 		LastStderr     string `json:"lastStderr"`
 		Error          string `json:"error"`
 		StartupMs      *int64 `json:"startupMs"`
+		// ProtocolVersion and Era are the MCP connection's.
+		ProtocolVersion string `json:"protocolVersion"`
+		Era             string `json:"era"`
+		ExcludedTools   []struct {
+			Tool, Reason string
+		} `json:"excludedTools"`
 	} `json:"servers"`
 	TokensEstimate int  `json:"catalogTokensEstimate"`
 	OK             bool `json:"ok"`
@@ -126,6 +139,10 @@ func TestCmdDoctorJSON(t *testing.T) {
 		}
 		total += *s.TokensEstimate
 		got[s.Name] = s.Status + " " + strconv.Itoa(*s.Tools) + " " + s.Sandbox
+		if !mcpVersion.MatchString(s.ProtocolVersion) || (s.Era != "modern" && s.Era != "legacy") ||
+			(s.Era == "modern") != (s.ProtocolVersion >= "2026-07-28") {
+			t.Errorf("server %s: protocolVersion %q, era %q", s.Name, s.ProtocolVersion, s.Era)
+		}
 	}
 	if d.TokensEstimate != total {
 		t.Errorf("catalog tokens %d, the servers' sum %d", d.TokensEstimate, total)
@@ -263,5 +280,34 @@ func TestCmdDoctorDefaultFiles(t *testing.T) {
 	r = runCmd(t, nil, "doctor")
 	if r.code != 0 || !strings.Contains(r.stdout, "Config files read (later ones win):\n  "+path+" (Codex, user scope): alpha") {
 		t.Errorf("with CODEX_HOME/config.toml: %s", r)
+	}
+}
+
+// TestCmdDoctorExcludedTools: doctor names each tool the catalog leaves out
+// for invalid x-mcp-header declarations, and why, and the server's other
+// tools are listed.
+func TestCmdDoctorExcludedTools(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "hdr", spec: fixture.Spec{Tools: []fixture.ToolSpec{
+		{Name: "fine"},
+		{Def: json.RawMessage(`{"name":"bad_header","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"My Region"}}}}`)},
+	}}})
+	r := runCmd(t, nil, "doctor", "--config", cfg)
+	if r.code != 0 {
+		t.Fatalf("want exit 0 (a warning, not a failure): %s", r)
+	}
+	if row := tableRows(t, r.stdout, "SERVER  ")["hdr"]; len(row) < 5 || row[2] != "ready" || row[3] != "(warning)" || row[5] != "1" {
+		t.Errorf("hdr row = %q, want ready (warning) with 1 tool", row)
+	}
+	want := `  hdr: tool "bad_header" left out of the catalog: x-mcp-header of property "r": the value "My Region" has ' ', which an HTTP header name cannot have
+    Its x-mcp-header declarations break MCP's rules: no harness can call it as the server expects. The server's other tools work.
+`
+	if !strings.Contains(r.stdout, "\nWarnings:\n"+want) {
+		t.Errorf("doctor does not explain the left-out tool; want\n%s\ngot:\n%s", want, r.stdout)
+	}
+	r = runCmd(t, nil, "doctor", "--json", "--config", cfg)
+	d := decodeDoctor(t, r)
+	if len(d.Servers) != 1 || len(d.Servers[0].ExcludedTools) != 1 || d.Servers[0].ExcludedTools[0].Tool != "bad_header" || d.Servers[0].ExcludedTools[0].Reason == "" {
+		t.Errorf("--json excludedTools: %+v", d.Servers)
 	}
 }

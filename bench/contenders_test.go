@@ -53,7 +53,10 @@ func startContender(tb testing.TB, name string, cfg *config.ServerConfig) conten
 		return startFloor(tb, cfg)
 	case "sidecar":
 		h := startHost(tb, hostOptions{process: true})
-		h.initialize(map[string]*config.ServerConfig{cfg.Name: cfg}, nil, "")
+		// The other contenders relay results whole: so does this one (a
+		// result over the tool output limit would otherwise be cut and
+		// written to a file, which is not relaying).
+		h.initialize(map[string]*config.ServerConfig{cfg.Name: cfg}, map[string]bool{"mcp_tool_output_limit": false}, "")
 		sess, _ := h.open("eager", nil)
 		return sidecarContender{h: h, sess: sess, server: cfg.Name}
 	}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -20,7 +21,7 @@ import (
 
 // CacheVersion is the schema version of cache files. It is part of each
 // file's name and of its content; a file of another version is never used.
-const CacheVersion = 1
+const CacheVersion = 2
 
 // DefaultMaxCacheBytes bounds one cache file (4,096 tools of 8 KiB each
 // would be 32 MiB).
@@ -53,13 +54,25 @@ func (e *UntrustedError) Error() string {
 func (e *UntrustedError) Is(target error) bool { return target == ErrUntrusted }
 
 // CacheEntry is the cached catalog of one server in one discovery scope:
-// the raw tool definitions as the server listed them, before filters.
+// the raw tool definitions as the server listed them, before filters, and
+// what the connection that listed them learnt of the server.
 type CacheEntry struct {
 	Version  int
 	Server   string
 	ScopeKey string
 	ListedAt time.Time
 	Tools    []json.RawMessage
+	// Hints are the listing's caching hints (zero for a server of a
+	// protocol before 2026-07-28): how long the catalog is fresh after
+	// ListedAt.
+	Hints CacheHints
+	// Era ("modern", "legacy") and ProtocolVersion are what the
+	// connection negotiated: the next connection of the scope starts from
+	// that era. Instructions are the server's instructions, as it gave
+	// them. Empty when unknown.
+	Era             string
+	ProtocolVersion string
+	Instructions    string
 }
 
 // DiskCache stores catalogs on disk, one file per discovery scope, named by
@@ -190,24 +203,41 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
-// fileEntry is the on-disk form. Sum is the SHA-256 of the tools, each
-// length-prefixed, as stored: it catches damage that still parses.
+// fileEntry is the on-disk form. Sum is the SHA-256 of what the entry
+// tells a session (the hints, era, protocol version, instructions and the
+// tools, each length-prefixed, as stored): it catches damage that still
+// parses.
 type fileEntry struct {
-	Version  *int              `json:"version"`
-	Server   string            `json:"server"`
-	ScopeKey string            `json:"scopeKey"`
-	ListedAt time.Time         `json:"listedAt"`
-	Sum      string            `json:"toolsSha256"`
-	Tools    []json.RawMessage `json:"tools"`
+	Version         *int              `json:"version"`
+	Server          string            `json:"server"`
+	ScopeKey        string            `json:"scopeKey"`
+	ListedAt        time.Time         `json:"listedAt"`
+	TTLMs           *int64            `json:"ttlMs,omitempty"`
+	CacheScope      string            `json:"cacheScope,omitempty"`
+	Era             string            `json:"era,omitempty"`
+	ProtocolVersion string            `json:"protocolVersion,omitempty"`
+	Instructions    string            `json:"instructions,omitempty"`
+	Sum             string            `json:"sha256"`
+	Tools           []json.RawMessage `json:"tools"`
 }
 
-func toolsSum(tools []json.RawMessage) string {
+func (fe *fileEntry) sum() string {
 	h := sha256.New()
 	var n [8]byte
-	for _, t := range tools {
-		binary.BigEndian.PutUint64(n[:], uint64(len(t)))
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write(n[:])
-		h.Write(t)
+		h.Write(b)
+	}
+	ttl := "none"
+	if fe.TTLMs != nil {
+		ttl = strconv.FormatInt(*fe.TTLMs, 10)
+	}
+	for _, s := range []string{ttl, fe.CacheScope, fe.Era, fe.ProtocolVersion, fe.Instructions} {
+		field([]byte(s))
+	}
+	for _, t := range fe.Tools {
+		field(t)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -237,8 +267,8 @@ func decodeEntry(data []byte, key string) (*CacheEntry, error) {
 		return nil, errors.New("no server")
 	case fe.Tools == nil:
 		return nil, errors.New("no tools")
-	case fe.Sum != toolsSum(fe.Tools):
-		return nil, errors.New("tools checksum mismatch")
+	case fe.Sum != fe.sum():
+		return nil, errors.New("checksum mismatch")
 	}
 	for i, t := range fe.Tools {
 		if kind(t) != '{' {
@@ -246,11 +276,15 @@ func decodeEntry(data []byte, key string) (*CacheEntry, error) {
 		}
 	}
 	return &CacheEntry{
-		Version:  *fe.Version,
-		Server:   fe.Server,
-		ScopeKey: fe.ScopeKey,
-		ListedAt: fe.ListedAt,
-		Tools:    fe.Tools,
+		Version:         *fe.Version,
+		Server:          fe.Server,
+		ScopeKey:        fe.ScopeKey,
+		ListedAt:        fe.ListedAt,
+		Tools:           fe.Tools,
+		Hints:           CacheHints{TTLMs: fe.TTLMs, Scope: fe.CacheScope},
+		Era:             fe.Era,
+		ProtocolVersion: fe.ProtocolVersion,
+		Instructions:    fe.Instructions,
 	}, nil
 }
 
@@ -266,13 +300,21 @@ func encodeEntry(e *CacheEntry, key string) ([]byte, error) {
 		}
 		tools[i] = bytes.TrimSpace(t)
 	}
-	head, err := json.Marshal(fileEntry{
-		Version:  new(int(CacheVersion)),
-		Server:   e.Server,
-		ScopeKey: key,
-		ListedAt: e.ListedAt,
-		Sum:      toolsSum(tools),
-	})
+	fe := fileEntry{
+		Version:         new(int(CacheVersion)),
+		Server:          e.Server,
+		ScopeKey:        key,
+		ListedAt:        e.ListedAt,
+		TTLMs:           e.Hints.TTLMs,
+		CacheScope:      e.Hints.Scope,
+		Era:             e.Era,
+		ProtocolVersion: e.ProtocolVersion,
+		Instructions:    e.Instructions,
+		Tools:           tools,
+	}
+	fe.Sum = fe.sum()
+	fe.Tools = nil
+	head, err := json.Marshal(fe)
 	if err != nil {
 		return nil, err
 	}

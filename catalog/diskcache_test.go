@@ -188,7 +188,9 @@ func TestDiskCacheNoSecrets(t *testing.T) {
 
 func TestDiskCacheUnusable(t *testing.T) {
 	valid := func(t *testing.T, c *DiskCache) []byte {
-		if err := c.Store(testKey, &CacheEntry{Server: "srv", Tools: raws(`{"name":"a","inputSchema":{"n":1}}`)}); err != nil {
+		ttl := int64(60000)
+		if err := c.Store(testKey, &CacheEntry{Server: "srv", Tools: raws(`{"name":"a","inputSchema":{"n":1}}`),
+			Hints: CacheHints{TTLMs: &ttl, Scope: ScopePublic}, Era: "modern", ProtocolVersion: "2026-07-28", Instructions: "Say please."}); err != nil {
 			t.Fatal(err)
 		}
 		p, _ := c.path(testKey)
@@ -208,16 +210,31 @@ func TestDiskCacheUnusable(t *testing.T) {
 		{"empty file", func([]byte) []byte { return nil }, 0, "truncated"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }, 0, "truncated"},
 		{"other version", func(b []byte) []byte {
-			return bytes.Replace(b, []byte(`"version":1`), []byte(`"version":2`), 1)
-		}, 0, "version 2"},
+			return bytes.Replace(b, fmt.Appendf(nil, `"version":%d`, CacheVersion), []byte(`"version":1`), 1)
+		}, 0, "version 1"},
 		{"no version", func(b []byte) []byte {
-			return bytes.Replace(b, []byte(`"version":1`), []byte(`"versio":1`), 1)
+			return bytes.Replace(b, []byte(`"version":`), []byte(`"versio":`), 1)
 		}, 0, "no version"},
 		{"other scope", func(b []byte) []byte {
 			return bytes.Replace(b, []byte(testKey), []byte(strings.Repeat("cd", 32)), 1)
 		}, 0, "entry of scope"},
 		{"tool changed but still JSON", func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`{"n":1}`), []byte(`{"n":2}`), 1)
+		}, 0, "checksum"},
+		// What the entry says of the server besides its tools reaches a
+		// session too (the model reads the instructions; the TTL decides
+		// whether to list again): damage there is damage.
+		{"instructions changed", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"Say please."`), []byte(`"Say thanks."`), 1)
+		}, 0, "checksum"},
+		{"ttl changed", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"ttlMs":60000`), []byte(`"ttlMs":86400000`), 1)
+		}, 0, "checksum"},
+		{"era changed", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"era":"modern"`), []byte(`"era":"legacy"`), 1)
+		}, 0, "checksum"},
+		{"ttl removed", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"ttlMs":60000,`), nil, 1)
 		}, 0, "checksum"},
 		{"trailing data", func(b []byte) []byte { return append(b, "{}"...) }, 0, "data after"},
 		{"not an object", func([]byte) []byte { return []byte(`[1,2]`) }, 0, "not a cache entry"},

@@ -94,7 +94,7 @@ func FuzzDiskCacheDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(valid)
-	f.Add([]byte(`{"version":1,"server":"s","scopeKey":"` + testKey + `","tools":[]}`))
+	f.Add([]byte(`{"version":2,"server":"s","scopeKey":"` + testKey + `","tools":[]}`))
 	f.Add([]byte(`{"version":1e400}`))
 	f.Add([]byte(`{"tools":[{}],"listedAt":"not a time"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

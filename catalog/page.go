@@ -28,55 +28,67 @@ const (
 // an error, not an empty page, so a server answering with the wrong shape is
 // reported rather than shown as having no tools.
 func DecodePage(result json.RawMessage, key string) (items []json.RawMessage, next string, err error) {
+	items, next, _, err = decodePage(result, key)
+	return items, next, err
+}
+
+// decodePage is DecodePage with the page's caching hints.
+func decodePage(result json.RawMessage, key string) (items []json.RawMessage, next string, hints CacheHints, err error) {
 	dec := json.NewDecoder(bytes.NewReader(result))
 	if err := expectDelim(dec, '{'); err != nil {
-		return nil, "", fmt.Errorf("%s page: %w", key, err)
+		return nil, "", CacheHints{}, fmt.Errorf("%s page: %w", key, err)
 	}
 	var haveItems, haveCursor bool
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, "", fmt.Errorf("%s page: %w", key, err)
+			return nil, "", CacheHints{}, fmt.Errorf("%s page: %w", key, err)
 		}
 		name, _ := tok.(string)
 		switch name {
 		case key:
 			if haveItems {
-				return nil, "", fmt.Errorf("%s page: duplicate %q member", key, key)
+				return nil, "", CacheHints{}, fmt.Errorf("%s page: duplicate %q member", key, key)
 			}
 			haveItems = true
 			if items, err = decodeItems(dec); err != nil {
-				return nil, "", fmt.Errorf("%s page: %q: %w", key, key, err)
+				return nil, "", CacheHints{}, fmt.Errorf("%s page: %q: %w", key, key, err)
 			}
 		case "nextCursor":
 			if haveCursor {
-				return nil, "", fmt.Errorf("%s page: duplicate nextCursor member", key)
+				return nil, "", CacheHints{}, fmt.Errorf("%s page: duplicate nextCursor member", key)
 			}
 			haveCursor = true
 			var c *string
 			if err := dec.Decode(&c); err != nil {
-				return nil, "", fmt.Errorf("%s page: nextCursor: %w", key, err)
+				return nil, "", CacheHints{}, fmt.Errorf("%s page: nextCursor: %w", key, err)
 			}
 			if c != nil {
 				next = *c
 			}
 		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, "", fmt.Errorf("%s page: %q: %w", key, name, err)
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, "", CacheHints{}, fmt.Errorf("%s page: %q: %w", key, name, err)
+			}
+			switch name {
+			case "ttlMs":
+				hints.TTLMs = new(ttlOf(v))
+			case "cacheScope":
+				hints.Scope = scopeOf(v)
 			}
 		}
 	}
 	if err := expectDelim(dec, '}'); err != nil {
-		return nil, "", fmt.Errorf("%s page: %w", key, err)
+		return nil, "", CacheHints{}, fmt.Errorf("%s page: %w", key, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, "", fmt.Errorf("%s page: data after the result object", key)
+		return nil, "", CacheHints{}, fmt.Errorf("%s page: data after the result object", key)
 	}
 	if !haveItems {
-		return nil, "", fmt.Errorf("%s page: no %q member in the result", key, key)
+		return nil, "", CacheHints{}, fmt.Errorf("%s page: no %q member in the result", key, key)
 	}
-	return items, next, nil
+	return items, next, hints, nil
 }
 
 func decodeItems(dec *json.Decoder) ([]json.RawMessage, error) {
@@ -189,40 +201,59 @@ func (e *LimitError) Is(target error) bool { return target == ErrPageLimit }
 // *LimitError: a listing is never silently truncated. Errors of fetch and of
 // DecodePage are returned wrapped with the page number.
 func Paginate(ctx context.Context, key string, limits PageLimits, fetch func(ctx context.Context, cursor string) (json.RawMessage, error)) ([]json.RawMessage, error) {
+	l, err := PaginateListing(ctx, key, limits, fetch)
+	return l.Items, err
+}
+
+// A Listing is a whole list: the items of every page, and the caching
+// hints of the pages together (CacheHints.Merge).
+type Listing struct {
+	Items []json.RawMessage
+	Hints CacheHints
+}
+
+// PaginateListing is Paginate with the pages' caching hints.
+func PaginateListing(ctx context.Context, key string, limits PageLimits, fetch func(ctx context.Context, cursor string) (json.RawMessage, error)) (Listing, error) {
 	limits = limits.withDefaults()
 	var all []json.RawMessage
+	var hints CacheHints
 	seen := make(map[string]bool)
 	cursor := ""
 	for page := 1; ; page++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return Listing{}, err
 		}
 		if page > limits.MaxPages {
-			return nil, &LimitError{Key: key, Limit: LimitPages, Max: limits.MaxPages, Page: page}
+			return Listing{}, &LimitError{Key: key, Limit: LimitPages, Max: limits.MaxPages, Page: page}
 		}
 		result, err := fetch(ctx, cursor)
 		if err != nil {
-			return nil, fmt.Errorf("%s list page %d: %w", key, page, err)
+			return Listing{}, fmt.Errorf("%s list page %d: %w", key, page, err)
 		}
-		items, next, err := DecodePage(result, key)
+		items, next, h, err := decodePage(result, key)
 		if err != nil {
-			return nil, fmt.Errorf("page %d: %w", page, err)
+			return Listing{}, fmt.Errorf("page %d: %w", page, err)
+		}
+		if page == 1 {
+			hints = h
+		} else {
+			hints = hints.Merge(h)
 		}
 		if len(all)+len(items) > limits.MaxItems {
-			return nil, &LimitError{Key: key, Limit: LimitItems, Max: limits.MaxItems, Page: page}
+			return Listing{}, &LimitError{Key: key, Limit: LimitItems, Max: limits.MaxItems, Page: page}
 		}
 		all = append(all, items...)
 		if next == "" {
 			if all == nil {
 				all = []json.RawMessage{}
 			}
-			return all, nil
+			return Listing{Items: all, Hints: hints}, nil
 		}
 		if len(next) > limits.MaxCursorBytes {
-			return nil, &LimitError{Key: key, Limit: LimitCursorBytes, Max: limits.MaxCursorBytes, Page: page}
+			return Listing{}, &LimitError{Key: key, Limit: LimitCursorBytes, Max: limits.MaxCursorBytes, Page: page}
 		}
 		if seen[next] {
-			return nil, &LimitError{Key: key, Limit: LimitCursorRepeat, Page: page}
+			return Listing{}, &LimitError{Key: key, Limit: LimitCursorRepeat, Page: page}
 		}
 		seen[next] = true
 		cursor = next

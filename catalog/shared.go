@@ -12,7 +12,11 @@ import (
 //
 // Only a listing in flight is shared: the entry of a key is removed when its
 // listing ends, so a caller that arrives later lists again. Nothing is
-// cached here.
+// cached here. A listing is shared under its key alone, and the sidecar's
+// key is the discovery scope: a listing is never shared across scopes,
+// whatever its cacheScope, so a "private" one stays with the sessions of
+// the scope (the host's identity and the server's credentials) it was
+// listed for.
 type SharedListings struct {
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -43,7 +47,7 @@ type flight struct {
 	done       chan struct{}
 	leaderDone <-chan struct{} // the leader's ctx.Done()
 	state      flightState
-	tools      []json.RawMessage
+	listing    Listing
 }
 
 // List runs list for key, sharing one in-flight listing among overlapping
@@ -61,9 +65,19 @@ type flight struct {
 // results have their own slice, but the items' bytes are shared: callers
 // must not modify them.
 func (s *SharedListings) List(ctx context.Context, key string, list func(ctx context.Context) ([]json.RawMessage, error)) (tools []json.RawMessage, shared bool, err error) {
+	l, shared, err := s.ListWith(ctx, key, func(ctx context.Context) (Listing, error) {
+		items, err := list(ctx)
+		return Listing{Items: items}, err
+	})
+	return l.Items, shared, err
+}
+
+// ListWith is List for a listing with its caching hints, which are shared
+// with its items.
+func (s *SharedListings) ListWith(ctx context.Context, key string, list func(ctx context.Context) (Listing, error)) (l Listing, shared bool, err error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return Listing{}, false, err
 		}
 		s.mu.Lock()
 		f, ok := s.flights[key]
@@ -74,8 +88,8 @@ func (s *SharedListings) List(ctx context.Context, key string, list func(ctx con
 			}
 			s.flights[key] = f
 			s.mu.Unlock()
-			tools, err := s.lead(ctx, key, f, list)
-			return tools, false, err
+			l, err := s.lead(ctx, key, f, list)
+			return l, false, err
 		}
 		onWait := s.OnWait
 		s.mu.Unlock()
@@ -85,20 +99,20 @@ func (s *SharedListings) List(ctx context.Context, key string, list func(ctx con
 		}
 		select {
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			return Listing{}, false, ctx.Err()
 		case <-f.done:
 		case <-f.leaderDone:
 			// The leader gave up; its list may not have noticed yet. Do not
 			// wait for it.
 			s.mu.Lock()
-			s.finish(key, f, unusable, nil)
+			s.finish(key, f, unusable, Listing{})
 			s.mu.Unlock()
 		}
 		s.mu.Lock()
-		state, result := f.state, f.tools
+		state, result := f.state, f.listing
 		s.mu.Unlock()
 		if state == succeeded {
-			return slices.Clone(result), true, nil
+			return Listing{Items: slices.Clone(result.Items), Hints: result.Hints}, true, nil
 		}
 		// unusable: go round; the first to get the lock leads.
 	}
@@ -106,36 +120,36 @@ func (s *SharedListings) List(ctx context.Context, key string, list func(ctx con
 
 // lead runs the leader's listing and publishes its outcome, also when list
 // panics (waiters must not hang on a flight nobody will finish).
-func (s *SharedListings) lead(ctx context.Context, key string, f *flight, list func(ctx context.Context) ([]json.RawMessage, error)) (tools []json.RawMessage, err error) {
+func (s *SharedListings) lead(ctx context.Context, key string, f *flight, list func(ctx context.Context) (Listing, error)) (l Listing, err error) {
 	finished := false
 	defer func() {
 		if !finished {
 			s.mu.Lock()
-			s.finish(key, f, unusable, nil)
+			s.finish(key, f, unusable, Listing{})
 			s.mu.Unlock()
 		}
 	}()
-	tools, err = list(ctx)
+	l, err = list(ctx)
 	finished = true
 	s.mu.Lock()
 	if err == nil {
-		s.finish(key, f, succeeded, tools)
+		s.finish(key, f, succeeded, l)
 	} else {
-		s.finish(key, f, unusable, nil)
+		s.finish(key, f, unusable, Listing{})
 	}
 	s.mu.Unlock()
-	return tools, err
+	return l, err
 }
 
 // finish moves a running flight to its final state, wakes its waiters and
 // drops it from the map. A flight already finished (e.g. invalidated) keeps
 // its state. s.mu must be held.
-func (s *SharedListings) finish(key string, f *flight, state flightState, tools []json.RawMessage) {
+func (s *SharedListings) finish(key string, f *flight, state flightState, l Listing) {
 	if f.state != running {
 		return
 	}
 	f.state = state
-	f.tools = tools
+	f.listing = l
 	close(f.done)
 	if s.flights[key] == f {
 		delete(s.flights, key)
@@ -152,6 +166,6 @@ func (s *SharedListings) Invalidate(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f, ok := s.flights[key]; ok {
-		s.finish(key, f, unusable, nil)
+		s.finish(key, f, unusable, Listing{})
 	}
 }

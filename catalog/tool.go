@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
 
 // Tool is one tool of one server, kept as the bytes the server sent.
@@ -25,6 +27,11 @@ type Tool struct {
 	// corresponding members of Raw, byte for byte; absent (or null) optional
 	// members are nil.
 	InputSchema, OutputSchema, Annotations, Meta json.RawMessage
+
+	// Headers are the tool's x-mcp-header declarations (mcpheader.Parse of
+	// InputSchema), read once when the listing is parsed: every call to
+	// the tool carries these, not a reading of its own.
+	Headers mcpheader.Bindings
 }
 
 // WireJSON is the tool as the host sees it in tools/list: the server's
@@ -163,7 +170,26 @@ type wireTool struct {
 	Execution    json.RawMessage `json:"execution"`
 }
 
-// ParseTools parses the raw tool items of one server, in the server's order.
+// Excluded is a tool of a listing that the catalog leaves out, and why.
+type Excluded struct {
+	Name string
+	Err  error // an *mcpheader.Error
+}
+
+// ParseTools is ParseCatalog without the list of the tools it left out.
+func ParseTools(server string, items []json.RawMessage) ([]Tool, error) {
+	tools, _, err := ParseCatalog(server, items)
+	return tools, err
+}
+
+// ParseCatalog parses the raw tool items of one server, in the server's
+// order.
+//
+// A tool whose x-mcp-header declarations break the rules of MCP 2026-07-28
+// (mcpheader.Parse: SEP-2243) is left out and named in excluded: a client
+// must not call it, since it cannot send the headers the server expects,
+// and the server's other tools stay. go-sdk's client leaves such tools out
+// of every listing too, whatever the protocol version.
 //
 // Every item must be an object with a non-empty string name and an object
 // inputSchema; title and description, when present, must be strings;
@@ -172,21 +198,25 @@ type wireTool struct {
 // the tool: the raw name is how a call reaches the server, so two
 // definitions under one name would leave it ambiguous which one the model was
 // shown. Items are not modified: Raw aliases items[i].
-func ParseTools(server string, items []json.RawMessage) ([]Tool, error) {
-	tools := make([]Tool, 0, len(items))
+func ParseCatalog(server string, items []json.RawMessage) (tools []Tool, excluded []Excluded, err error) {
+	tools = make([]Tool, 0, len(items))
 	seen := make(map[string]int, len(items))
 	for i, item := range items {
 		t, err := parseTool(server, item)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: tool #%d: %w", server, i, err)
+			return nil, nil, fmt.Errorf("server %q: tool #%d: %w", server, i, err)
 		}
 		if j, dup := seen[t.Name]; dup {
-			return nil, fmt.Errorf("server %q: tool %q listed twice (#%d and #%d)", server, t.Name, j, i)
+			return nil, nil, fmt.Errorf("server %q: tool %q listed twice (#%d and #%d)", server, t.Name, j, i)
 		}
 		seen[t.Name] = i
+		if t.Headers, err = mcpheader.Parse(t.InputSchema); err != nil {
+			excluded = append(excluded, Excluded{Name: t.Name, Err: err})
+			continue
+		}
 		tools = append(tools, t)
 	}
-	return tools, nil
+	return tools, excluded, nil
 }
 
 func parseTool(server string, item json.RawMessage) (Tool, error) {

@@ -66,6 +66,10 @@ type ServerConfig struct {
 	SupportsParallelToolCalls bool                  `json:"supports_parallel_tool_calls,omitempty" toml:"supports_parallel_tool_calls"`
 	DefaultToolsApprovalMode  string                `json:"default_tools_approval_mode,omitempty" toml:"default_tools_approval_mode"`
 	Tools                     map[string]ToolConfig `json:"tools,omitempty" toml:"tools"`
+	// OutputTokenLimit is the token limit of the results of the server's
+	// tools that set none in Tools (0: none here). Codex has the key per
+	// tool only; the server's is the sidecar's own.
+	OutputTokenLimit int `json:"output_token_limit,omitempty" toml:"output_token_limit"`
 	// OmitToolsFrom names Codex's model-facing surfaces (code_mode,
 	// deferred, direct) the tools are kept off; the sidecar only carries it.
 	OmitToolsFrom []string `json:"omit_tools_from,omitempty" toml:"omit_tools_from"`
@@ -135,6 +139,16 @@ type ToolConfig struct {
 	ApprovalMode string `json:"approval_mode,omitempty" toml:"approval_mode"`
 	// OutputTokenLimit is the token budget of the tool's output (0: none).
 	OutputTokenLimit int `json:"output_token_limit,omitempty" toml:"output_token_limit"`
+}
+
+// ToolOutputTokenLimit is the token limit the configuration gives the results
+// of tool: its own tools.TOOL.output_token_limit, else the server's
+// output_token_limit; 0 when neither is set.
+func (c *ServerConfig) ToolOutputTokenLimit(tool string) int {
+	if n := c.Tools[tool].OutputTokenLimit; n > 0 {
+		return n
+	}
+	return c.OutputTokenLimit
 }
 
 // OAuthConfig is [mcp_servers.NAME.oauth]. A pre-registered client's

@@ -38,7 +38,8 @@ func (d dialect) objectWord() string {
 
 // codexKeys are the server keys of Codex's McpServerConfig (codex-rs
 // config/src/mcp_types.rs, RawMcpServerConfig) plus the sidecar's own
-// (startup_readiness, protocol_version); all dialects accept them.
+// (startup_readiness, protocol_version, and output_token_limit, which
+// Codex has per tool only); all dialects accept them.
 func codexKeys() []string {
 	return []string{
 		"command", "args", "env", "env_vars", "cwd",
@@ -47,7 +48,7 @@ func codexKeys() []string {
 		"startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec",
 		"default_tools_approval_mode", "enabled_tools", "disabled_tools", "tools",
 		"scopes", "oauth", "oauth_resource", "name",
-		"startup_readiness", "protocol_version", "http_headers_helper_timeout_sec",
+		"startup_readiness", "protocol_version", "output_token_limit", "http_headers_helper_timeout_sec",
 	}
 }
 
@@ -266,6 +267,10 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 		c.DefaultToolsApprovalMode, _ = sd.enum(key, v, ApprovalModes())
 	case "tools":
 		c.Tools = sd.tools(key, v)
+	case "output_token_limit":
+		if n, ok := sd.tokenLimit(key, v); ok {
+			c.OutputTokenLimit = n
+		}
 	case "enabled_tools":
 		c.EnabledTools, _ = sd.stringList(key, v, false)
 	case "disabled_tools":
@@ -453,12 +458,9 @@ func (sd *serverDecoder) tools(key string, v any) map[string]ToolConfig {
 			case "approval_mode":
 				tc.ApprovalMode, _ = sd.enum(tkey+"."+k, entry[k], ApprovalModes())
 			case "output_token_limit":
-				n, isNum := portLikeInt(entry[k])
-				if !isNum || n <= 0 {
-					sd.errorf(tkey+"."+k, "must be a whole number of tokens greater than 0")
-					continue
+				if n, ok := sd.tokenLimit(tkey+"."+k, entry[k]); ok {
+					tc.OutputTokenLimit = n
 				}
-				tc.OutputTokenLimit = n
 			default:
 				sd.warnf(tkey+"."+k, "ignored: unknown key%s", hintFor(k, []string{"approval_mode", "output_token_limit"}))
 			}
@@ -466,6 +468,17 @@ func (sd *serverDecoder) tools(key string, v any) map[string]ToolConfig {
 		out[tool] = tc
 	}
 	return out
+}
+
+// tokenLimit reads an output_token_limit: a whole number of tokens, 1 or
+// more.
+func (sd *serverDecoder) tokenLimit(key string, v any) (int, bool) {
+	n, isNum := portLikeInt(v)
+	if !isNum || n <= 0 {
+		sd.errorf(key, "must be a whole number of tokens greater than 0")
+		return 0, false
+	}
+	return n, true
 }
 
 // portLikeInt reads a whole number as TOML or JSON gives it.

@@ -15,7 +15,10 @@ import { SidecarHost, baseEnv } from './lib/host.mjs';
 const url = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 const SERVER = 'conformance';
-/** The scenario's context: pre-registered client credentials for auth/*. */
+/**
+ * The scenario's context: pre-registered client credentials for auth/*, the
+ * tool calls to make for http-custom-headers.
+ */
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
 const auth = scenario.startsWith('auth/');
 /**
@@ -30,12 +33,18 @@ const authMode = process.env.ADAPTER_AUTH_MODE || 'browser';
 const log = (...a) => console.log(`[adapter ${scenario}]`, ...a);
 
 /**
- * The user accepts the form as offered, changing nothing: the answer has no
- * fields, and the sidecar (the MCP client the server sees) fills in the
- * schema's defaults (SEP-1034). The host must not do it itself, or this
- * scenario would test the adapter instead of the sidecar.
+ * The user accepts the form, ticking every box and changing nothing else:
+ * the sidecar (the MCP client the server sees) fills in the schema's
+ * defaults (SEP-1034). The host must not do that itself, or the scenario
+ * would test the adapter instead of the sidecar.
  */
-const acceptAsOffered = () => ({ action: 'accept', content: {} });
+function acceptAsOffered(params) {
+  const content = {};
+  for (const [name, prop] of Object.entries(params?.params?.requestedSchema?.properties ?? {})) {
+    if (prop?.type === 'boolean' && prop.default === undefined) content[name] = true;
+  }
+  return { action: 'accept', content };
+}
 
 /**
  * The OAuth client of auth/* scenarios, as configuration: the scenario's
@@ -88,7 +97,6 @@ const host = new SidecarHost({
     [SERVER]: {
       url,
       startup_timeout_sec: 20,
-      ...(process.env.ADAPTER_PROTOCOL_VERSION ? { protocol_version: process.env.ADAPTER_PROTOCOL_VERSION } : {}),
       ...(auth ? { oauth: oauthConfig } : {}),
     },
   },
@@ -99,12 +107,12 @@ const host = new SidecarHost({
   env: baseEnv(context.client_secret ? { CONFORMANCE_CLIENT_SECRET: context.client_secret } : {}),
   onElicit: (params) => {
     log('mcp/elicit', JSON.stringify(params));
-    return acceptAsOffered();
+    return acceptAsOffered(params);
   },
   onAuthorize: authMode === 'redirect' ? catchRedirect : browse,
 }).start();
 
-async function callTool(sessionId, tool, args = {}) {
+async function callTool(sessionId, tool, args = {}, { allowError = false } = {}) {
   const call = () => host.request('tools/call', { sessionId, server: SERVER, tool, arguments: args });
   let res;
   try {
@@ -128,8 +136,20 @@ async function callTool(sessionId, tool, args = {}) {
     }
   }
   log(`tools/call ${tool} ->`, JSON.stringify(res));
-  if (res.isError) throw new Error(`tool ${tool} returned isError: ${JSON.stringify(res.content)}`);
+  if (res.isError && !allowError) throw new Error(`tool ${tool} returned isError: ${JSON.stringify(res.content)}`);
   return res;
+}
+
+/** A request whose failure the scenario does not judge: logged, not thrown. */
+async function attempt(method, params) {
+  try {
+    const res = await host.request(method, params);
+    log(`${method} ->`, JSON.stringify(res));
+    return res;
+  } catch (err) {
+    log(`${method} failed:`, err?.message ?? err);
+    return undefined;
+  }
 }
 
 /** What each scenario needs from the client, beyond initialize. */
@@ -151,7 +171,39 @@ const scenarios = {
     if (!focal) throw new Error('json_schema_2020_12_tool not listed');
     await callTool(sessionId, 'json_schema_echo', { schema: focal.inputSchema });
   },
+  // Connecting and listing is all these ask of a client.
   'request-metadata': async () => {},
+  'json-schema-ref-no-deref': async () => {},
+  // Each of the server's four tools, with no arguments: the first two ask
+  // for input (a multi round-trip result), which the user gives through
+  // mcp/elicit; the calls are answered once each.
+  'sep-2322-client-request-state': async (sessionId) => {
+    for (const tool of ['test_mrtr_echo_state', 'test_mrtr_no_state', 'test_mrtr_unrelated', 'test_mrtr_no_result_type']) {
+      await callTool(sessionId, tool);
+    }
+  },
+  // Every kind of request once: a tool, a resource, a prompt (the first of
+  // each list), as a host browsing the server would.
+  'http-standard-headers': async (sessionId, tools) => {
+    if (tools[0]) await callTool(sessionId, tools[0].tool, {}, { allowError: true });
+    const resources = await attempt('resources/list', { sessionId, server: SERVER });
+    if (resources?.resources?.[0]) await attempt('resources/read', { sessionId, server: SERVER, uri: resources.resources[0].uri });
+    const prompts = await attempt('prompts/list', { sessionId, server: SERVER });
+    if (prompts?.prompts?.[0]) await attempt('prompts/get', { sessionId, server: SERVER, name: prompts.prompts[0].name, arguments: {} });
+  },
+  // The calls the scenario names, their arguments as given (nulls and empty
+  // strings included).
+  'http-custom-headers': async (sessionId) => {
+    const calls = context.toolCalls ?? [];
+    if (calls.length === 0) throw new Error('MCP_CONFORMANCE_CONTEXT has no toolCalls');
+    for (const c of calls) await callTool(sessionId, c.name, c.arguments, { allowError: true });
+  },
+  // Every tool the sidecar lists (those with invalid x-mcp-header
+  // declarations are not), with the argument the valid one declares.
+  'http-invalid-tool-headers': async (sessionId, tools) => {
+    if (tools.length === 0) throw new Error('no tool listed');
+    for (const t of tools) await callTool(sessionId, t.tool, { region: 'us-west1' });
+  },
 };
 
 async function main() {

@@ -4,9 +4,15 @@
 // scenario to the file named by argv[2]: {scenario, pass, ms, expected,
 // reason, detail}. The judgement against the baseline is report.mjs's.
 //
-// Every client scenario of the pinned release is run, plus the named ones of
-// the newer release (conformance-next). Scenarios run a few at a time: each
-// is a mock server, a sidecar and one MCP server connection.
+// Every client scenario of the suite's newest release (conformance-next in
+// package.json) is run, each at the protocol version the runner picks for it
+// (a scenario introduced in 2026-07-28 at 2026-07-28, the others at
+// 2025-11-25), and those of 2026-07-28's requirements that the runner ran at
+// an older version are run again at 2026-07-28 (--spec-version). The adapter
+// is the same host every time, with its default settings: nothing is set per
+// scenario but what the scenario's context gives any client. Scenarios run a
+// few at a time: each is a mock server, a sidecar and one MCP server
+// connection.
 import { spawn, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,50 +25,38 @@ const out = process.argv[2] ?? path.join(here, '.work', 'results', 'official.jso
 const resultsDir = path.join(path.dirname(out), 'official');
 const node = process.execPath;
 const adapter = path.join(here, 'adapter.mjs');
-const cli = (pkg) => path.join(path.dirname(require.resolve(`${pkg}/package.json`)), 'dist', 'index.js');
-const version = (pkg) => JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')).version;
+const SUITE = 'conformance-next';
+const cli = path.join(path.dirname(require.resolve(`${SUITE}/package.json`)), 'dist', 'index.js');
+const suiteVersion = JSON.parse(readFileSync(require.resolve(`${SUITE}/package.json`), 'utf8')).version;
+const MODERN = '2026-07-28';
 
-const PINNED = '@modelcontextprotocol/conformance';
-const NEXT = 'conformance-next';
-
-/** Client scenario names of a release, from its own `list`. */
-function clientScenarios(pkg) {
-  const text = execFileSync(node, [cli(pkg), 'list'], { encoding: 'utf8' });
-  const client = text.split(/Client scenarios[^\n]*\n/)[1] ?? '';
-  return [...client.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
+/** Client scenarios of the suite with the versions each applies to, from its own `list`. */
+function clientScenarios() {
+  const text = execFileSync(node, [cli, 'list'], { encoding: 'utf8' });
+  const client = text.split(/Client scenarios[^\n]*\n/)[1]?.split(/\n\s*\n/)[0] ?? '';
+  return [...client.matchAll(/^\s+- (\S+) \[([^\]]*)\]/gm)].map((m) => ({ name: m[1], versions: m[2].split(',') }));
 }
 
 /**
- * @typedef {{id: string, pkg: string, scenario: string, env?: Record<string,string>}} Run
+ * @typedef {{id: string, scenario: string, args?: string[], env?: Record<string,string>}} Run
  * @type {Run[]}
  */
+const scenarios = clientScenarios();
 const runs = [
-  ...clientScenarios(PINNED).map((s) => ({ id: s, pkg: PINNED, scenario: s })),
-  { id: 'json-schema-2020-12-preservation', pkg: NEXT, scenario: 'json-schema-2020-12-preservation' },
-  { id: 'request-metadata', pkg: NEXT, scenario: 'request-metadata' },
-  // The pinned release's metadata for this scenario names an issuer that is
-  // not the one its URL was built from, which go-sdk (and so the sidecar)
-  // refuses; the newer release serves the right issuer, and must pass.
-  {
-    id: `auth/2025-03-26-oauth-metadata-backcompat (suite ${version(NEXT)})`,
-    pkg: NEXT,
-    scenario: 'auth/2025-03-26-oauth-metadata-backcompat',
-  },
-  // The same scenario with the server opted in to the 2026-07-28 protocol
-  // (config key protocol_version), which the sidecar's HTTP default is not.
+  ...scenarios.map((s) => ({ id: s.name, scenario: s.name })),
+  // The runner runs a scenario of several versions at the oldest it
+  // defines for a client (2025-11-25, on the stateful mock); 2026-07-28 is
+  // another wire (no initialize, stateless validation of every request).
+  ...scenarios
+    .filter((s) => s.versions.includes(MODERN) && s.versions.length > 1)
+    .map((s) => ({ id: `${s.name} (${MODERN})`, scenario: s.name, args: ['--spec-version', MODERN] })),
   // The other two ways a host takes part in OAuth: it catches the redirect
   // itself, or it declares no capability and opens the URL of
   // needs_authorization by hand (the default run opens it in a browser).
   ...['auth/metadata-default', 'auth/scope-step-up', 'auth/pre-registration'].flatMap((s) => [
-    { id: `${s} (host catches the redirect)`, pkg: PINNED, scenario: s, env: { ADAPTER_AUTH_MODE: 'redirect' } },
-    { id: `${s} (host without authorization capability)`, pkg: PINNED, scenario: s, env: { ADAPTER_AUTH_MODE: 'none' } },
+    { id: `${s} (host catches the redirect)`, scenario: s, env: { ADAPTER_AUTH_MODE: 'redirect' } },
+    { id: `${s} (host without authorization capability)`, scenario: s, env: { ADAPTER_AUTH_MODE: 'none' } },
   ]),
-  {
-    id: 'request-metadata (protocol_version 2026-07-28)',
-    pkg: NEXT,
-    scenario: 'request-metadata',
-    env: { ADAPTER_PROTOCOL_VERSION: '2026-07-28' },
-  },
 ];
 
 const only = process.env.CONFORMANCE_ONLY; // a regexp, to run a subset by hand
@@ -76,7 +70,7 @@ function runOne(run, index) {
   return new Promise((resolve) => {
     const child = spawn(
       node,
-      [cli(run.pkg), 'client', '--command', `${node} ${adapter}`, '--scenario', run.scenario, '--timeout', '30000', '-o', dir],
+      [cli, 'client', '--command', `${node} ${adapter}`, '--scenario', run.scenario, ...(run.args ?? []), '--timeout', '30000', '-o', dir],
       { env: { ...process.env, ...(run.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let log = '';
@@ -86,7 +80,7 @@ function runOne(run, index) {
       writeFileSync(path.join(dir, 'runner.log'), log);
       resolve({
         id: run.id,
-        release: `${run.pkg === NEXT ? '@modelcontextprotocol/conformance' : run.pkg}@${version(run.pkg)}`,
+        release: `@modelcontextprotocol/conformance@${suiteVersion}`,
         pass: code === 0,
         ms: Date.now() - started,
         detail: code === 0 ? '' : summarise(dir, log),

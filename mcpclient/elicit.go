@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // answerElicit relays elicitation/create in the modes the host declared:
@@ -41,7 +43,7 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	}
 	if form {
 		if raw, err = completeForm(params, raw); err != nil {
-			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, "err", err)
+			c.opts.Logger.Warn("the host's answer to an elicitation was refused", "server", c.name, peerlog.Err("err", err))
 			if f := c.opts.Handlers.HostAnswerRefused; f != nil {
 				f("elicitation/create", err)
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
@@ -265,7 +266,7 @@ func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
 	}
 	id, err := t.keeper.renew(req.Context(), inner, t)
 	if err != nil {
-		t.logger.Warn("session lost and not renewed", "server", t.server, "url", t.url, "err", err)
+		t.logger.Warn("session lost and not renewed", "server", t.server, "url", t.url, peerlog.Err("err", err))
 		return resp, nil
 	}
 	t.logger.Info("server forgot the session (restart?): re-initialized", "server", t.server, "url", t.url)
@@ -543,7 +544,7 @@ func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, ses
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		err := k.call(ctx, t, k.readyHeader, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
 		if err != nil {
-			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, "uri", uri, "err", err)
+			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, peerlog.String("uri", uri), peerlog.Err("err", err))
 			if t.resubscribeFailed != nil {
 				t.resubscribeFailed(uri, err)
 			}

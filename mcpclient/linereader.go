@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // lineReader is the server's stdout as go-sdk should see it: only lines
@@ -208,7 +210,7 @@ func (l *lineReader) report(line string) {
 	}
 	l.mu.Unlock()
 	if logIt {
-		l.logger.Warn("skipped a non-JSON line on the server's stdout", "server", l.server, "line", line,
+		l.logger.Warn("skipped a non-JSON line on the server's stdout", "server", l.server, peerlog.String("line", line),
 			"skipped", count, "not_logged_before", unlogged)
 	}
 	if l.skipped != nil {

@@ -34,7 +34,7 @@ func TestRawCallLine(t *testing.T) {
 		"codex/sandbox-state": json.RawMessage("{\"h\":\"<&>\", \"e\":\"\\u00e9\"}"),
 		"a-first":             "plain <value>",
 	}
-	res, err := c.callTool(testCtx(t), "echo", json.RawMessage(args), meta, json.RawMessage(`{ "ttl": 5 }`))
+	res, err := c.callTool(testCtx(t), ToolCall{Name: "echo", Arguments: json.RawMessage(args), Meta: meta, Task: json.RawMessage(`{ "ttl": 5 }`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // DefaultMaxServerRequests is how many requests one server may have
@@ -120,7 +122,7 @@ func hostAnswer[T any](c *Conn, method string, check func(json.RawMessage) error
 		}
 		if why != nil {
 			why = fmt.Errorf("the client's answer to %s is malformed: %w", method, why)
-			c.opts.Logger.Warn("the host's answer to a server's request was refused", "server", c.name, "method", method, "err", why)
+			c.opts.Logger.Warn("the host's answer to a server's request was refused", "server", c.name, "method", method, peerlog.Err("err", why))
 			if f := c.opts.Handlers.HostAnswerRefused; f != nil {
 				f(method, why)
 			}

@@ -80,7 +80,7 @@ func (c *Conn) CallToolTask(ctx context.Context, name string, args json.RawMessa
 	if task == nil {
 		task = json.RawMessage("null") // refused by callTool: not an object
 	}
-	return c.callTool(ctx, name, args, meta, task)
+	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta, Task: task})
 }
 
 // Subscribe sends resources/subscribe.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 )
 
@@ -267,7 +268,7 @@ func (p *process) readStderr(onLine func(string), logger *slog.Logger) {
 		if len(chunk) > 0 {
 			line := strings.TrimRight(string(chunk), "\r\n")
 			p.stderr.add(line)
-			logger.Debug("server stderr", "server", p.name, "line", line)
+			logger.Debug("server stderr", "server", p.name, peerlog.String("line", line))
 			if onLine != nil {
 				onLine(line)
 			}

@@ -204,11 +204,25 @@ func TestCloseWaitsForTeardownOfLostConnection(t *testing.T) {
 	}
 }
 
+// TestStartupTimeout: a server that never answers initialize fails the
+// startup when its deadline passes, named as such, and its process is gone.
+// The deadline passes once the server runs (its PID file is written), not
+// at a fixed time: a loaded machine may take longer than any fixed time to
+// start the process.
 func TestStartupTimeout(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
+	ctx := newCueContext()
+	go func() {
+		deadline := time.Now().Add(30 * time.Second) // a hang guard only
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(pidFile); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ctx.expire()
+	}()
 	_, err := Connect(ctx, Options{Name: "fx", Config: fixture.Config("fx", fixture.Spec{HangAtStart: true, PIDFile: pidFile}),
 		CloseGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer initialize") {
@@ -216,6 +230,31 @@ func TestStartupTimeout(t *testing.T) {
 	}
 	checkGone(t, readPID(t, pidFile))
 }
+
+// cueContext is a context whose deadline passes when the test says so
+// (expire): Err is then context.DeadlineExceeded, as for a deadline.
+type cueContext struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newCueContext() *cueContext {
+	return &cueContext{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *cueContext) Done() <-chan struct{} { return c.done }
+
+func (c *cueContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (c *cueContext) expire() { c.once.Do(func() { close(c.done) }) }
 
 func TestCrashMidCall(t *testing.T) {
 	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
@@ -130,7 +131,7 @@ func (m *Manager) runFlow(f *flow, h *Handler, ch challenge) {
 			default:
 			}
 		}
-		m.opts.Logger.Info("authorization failed", "server", srv.Name, "err", err)
+		m.opts.Logger.Info("authorization failed", "server", srv.Name, peerlog.Err("err", err))
 	}
 	m.mu.Lock()
 	delete(m.flows, srv.Key().ID())

@@ -11,9 +11,10 @@ import (
 	"log/slog"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // The calls a Conn makes to its peer run on sourcegraph/jsonrpc2: its Conn
@@ -70,7 +71,7 @@ func (s callStream) ReadObject(v any) error {
 			return err
 		}
 		if !isCallID(resp.id) {
-			c.log.Warn("dropping response whose id was never issued", "id", string(resp.id))
+			c.log.Warn("dropping response whose id was never issued", peerlog.Bytes("id", resp.id))
 			continue
 		}
 		body := resp.body
@@ -89,8 +90,12 @@ func (s callStream) ReadObject(v any) error {
 	}
 }
 
-// WriteObject writes a call jsonrpc2 sends.
+// WriteObject writes a call jsonrpc2 sends, waiting for room in the
+// outbox as Notify does.
 func (s callStream) WriteObject(obj any) error {
+	if err := s.c.waitRoom(); err != nil {
+		return err
+	}
 	return s.c.out.write(func(b *bytes.Buffer) error { return encodeJSON(b, obj) })
 }
 
@@ -183,10 +188,10 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // slogWriter takes jsonrpc2's log lines (a response to a call that gave
-// up, a read error) as debug records.
+// up, a read error) as debug records; they may quote the peer.
 type slogWriter struct{ log *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Debug(strings.TrimSpace(string(p)))
+	w.log.Debug("jsonrpc2", peerlog.Bytes("line", bytes.TrimSpace(p)))
 	return len(p), nil
 }

@@ -12,8 +12,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // Request is a request or a notification from the peer.
@@ -36,7 +39,8 @@ func (r *Request) IsNotification() bool { return r.ID == nil }
 // must not block: a request's work belongs on a goroutine of its own, which
 // answers with Reply or ReplyError. An answer given within Handle (an
 // error found at once) is written without waiting for the peer to read
-// it, so that the read loop reads on; any other write from Handle waits.
+// it, so that the read loop reads on; a Notify or a call from Handle may
+// wait (see Notify).
 // For a request, ctx is the request's own context: it ends when the peer
 // cancels the request ($/cancelRequest, cause ErrRequestCancelled) or
 // Serve's context ends.
@@ -56,12 +60,22 @@ type ConnOptions struct {
 	// means DefaultMaxFrameBytes.
 	MaxFrameBytes int64
 	// Logger receives a record for every message the connection drops or
-	// answers itself. Nil discards them.
+	// answers itself. The peer's bytes in a record are cut short, and the
+	// records that carry them rate-limited (internal/peerlog): a Logger
+	// whose handler is a peerlog.Handler is used as it is, any other gets
+	// one in front. Nil discards them.
 	Logger *slog.Logger
 	// Uncancellable names the methods whose requests $/cancelRequest does
 	// not cancel: the cancel is ignored and the request answered as usual
 	// (LSP lets a server decline a cancellation).
 	Uncancellable []string
+	// ReleaseMemoryAbove, when positive, makes the Conn return the memory
+	// the Go runtime holds free to the OS (runtime/debug.FreeOSMemory) a
+	// second after it read or wrote a frame, or was given a raw result, of
+	// at least this many bytes, and at most once every ten seconds: the
+	// memory a large payload took otherwise stays with the process for
+	// minutes. It acts on the whole process: the program decides.
+	ReleaseMemoryAbove int64
 }
 
 // ErrClosed is returned by calls that were waiting when the connection
@@ -136,6 +150,11 @@ type Conn struct {
 	// The requests in flight: numIDs and strIDs, by the key idSlot gives.
 	numIDs, strIDs map[string]inflight
 	ended          error // Serve's context ended, with this cause
+	// owed counts the requests read whose answer is not yet handed to
+	// the writer; fewer, when asked for, is closed once at most
+	// maxOwed/2 are.
+	owed  int
+	fewer chan struct{}
 
 	// handing is the request being handed to the handler, on the read
 	// loop: an answer to it while Handle runs is written later (see
@@ -145,6 +164,8 @@ type Conn struct {
 	calls   *jsonrpc2.Conn // pending calls; see calls.go
 	callSeq atomic.Uint64
 	readErr atomic.Pointer[error]
+
+	rel *releaser // nil unless ConnOptions.ReleaseMemoryAbove is set
 }
 
 // inflight is a request read and not yet answered.
@@ -175,6 +196,9 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.log = peerlog.Limit(c.log)
+	c.rel = newReleaser(opts.ReleaseMemoryAbove)
+	c.out.sized = c.rel.note
 	c.calls = newCalls(c)
 	return c
 }
@@ -228,7 +252,10 @@ func (c *Conn) Done() <-chan struct{} { return c.calls.DisconnectNotify() }
 // still written if the writer takes them (the sidecar's stdout outlives
 // its stdin).
 func (c *Conn) Close() error {
-	c.closeOnce.Do(func() { close(c.closing) })
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.rel.close()
+	})
 	if err := c.calls.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		return err
 	}
@@ -285,6 +312,7 @@ func (c *Conn) dispatch(req *Request) {
 		return
 	}
 	ids[string(key)] = inflight{id: req.ID, cancel: cancel, uncancellable: slices.Contains(c.uncancellable, req.Method)}
+	c.owed++
 	c.mu.Unlock()
 	c.handing.Store(req)
 	c.handler.Handle(ctx, req)
@@ -303,7 +331,7 @@ func (c *Conn) answering(id json.RawMessage) bool {
 func (c *Conn) cancelRequest(params json.RawMessage) {
 	var p CancelParams
 	if err := json.Unmarshal(params, &p); err != nil || len(p.ID) == 0 {
-		c.log.Warn("malformed $/cancelRequest", "params", string(params), "err", err)
+		c.log.Warn("malformed $/cancelRequest", peerlog.Bytes("params", params), peerlog.Err("err", err))
 		return
 	}
 	c.mu.Lock()
@@ -320,8 +348,9 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		return // answered already, never existed, or not to be cancelled
 	}
 	req.cancel(ErrRequestCancelled)
+	defer c.answered()
 	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled"), true); err != nil {
-		c.log.Debug("cancellation not written", "id", string(req.id), "err", err)
+		c.log.Debug("cancellation not written", peerlog.Bytes("id", req.id), "err", err)
 	}
 }
 
@@ -361,19 +390,30 @@ func (c *Conn) finish(id json.RawMessage) bool {
 
 // Reply answers the request id with result, encoded once. A json.RawMessage
 // result is written as it is: it must be valid JSON (the sidecar passes
-// bytes an MCP server sent). HTML characters are not escaped. A request
-// answered already (cancelled by the peer) is not answered again:
-// ErrNotInFlight.
+// bytes an MCP server sent); it is not kept once Reply returns. HTML
+// characters are not escaped. A request answered already (cancelled by the
+// peer) is not answered again: ErrNotInFlight.
+//
+// Reply never waits for the frames ahead of its answer: the answer is
+// written at once when nothing else is being written (Reply returns the
+// write's error), else queued (Reply returns nil). It does not wait for the
+// outbox's room either: an answer to a request already read is owed, and
+// the read loop is what stops while the peer does not read.
 func (c *Conn) Reply(id json.RawMessage, result any) error {
+	raw, isRaw := result.(json.RawMessage)
+	if isRaw {
+		c.rel.note(len(raw)) // whether it is written or dropped
+	}
 	if !c.finish(id) {
 		return ErrNotInFlight
 	}
+	defer c.answered()
 	// Large raw results go out without a copy; small ones are cheaper to
 	// copy than to write in three system calls.
 	write := c.out.write
 	if c.answering(id) {
 		write = c.out.writeLater
-	} else if raw, ok := result.(json.RawMessage); ok && len(raw) > rawWriteThreshold {
+	} else if isRaw && len(raw) > rawWriteThreshold {
 		return c.writeRawResult(id, raw)
 	}
 	return write(func(b *bytes.Buffer) error {
@@ -388,16 +428,15 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 	})
 }
 
-// writeRawResult writes a response around raw without copying it: header
-// and the envelope's head, raw, then the closing brace, under one lock.
+// writeRawResult writes a response around raw: the envelope's head, raw,
+// then the closing brace.
 func (c *Conn) writeRawResult(id json.RawMessage, raw json.RawMessage) error {
 	const pre, post = `{"jsonrpc":"2.0","id":`, `,"result":`
-	n := len(pre) + len(id) + len(post) + len(raw) + 1
-	head := appendHeader(make([]byte, 0, headerRoom+len(pre)+len(id)+len(post)), n)
+	head := make([]byte, 0, len(pre)+len(id)+len(post))
 	head = append(head, pre...)
 	head = append(head, id...)
 	head = append(head, post...)
-	return c.out.writeParts(head, raw, []byte{'}'})
+	return c.out.writeRaw(head, raw, []byte{'}'})
 }
 
 // ReplyError answers the request id with err: an *Error (found with
@@ -406,6 +445,7 @@ func (c *Conn) ReplyError(id json.RawMessage, err error) error {
 	if !c.finish(id) {
 		return ErrNotInFlight
 	}
+	defer c.answered()
 	return c.writeError(id, AsError(err), c.answering(id))
 }
 
@@ -434,12 +474,19 @@ func (c *Conn) writeError(id json.RawMessage, e *Error, later bool) error {
 // answer writes the error reply to a message the handler never sees. id is
 // the JSON text of the id, nil for null.
 func (c *Conn) answer(id json.RawMessage, code int64, kind, msg string) error {
-	c.log.Warn("answering malformed message", "code", code, "reason", msg, "id", string(id))
+	c.log.Warn("answering malformed message", "code", code, peerlog.String("reason", msg), peerlog.Bytes("id", id))
 	return c.writeError(id, NewError(code, kind, msg), true) // on the read loop
 }
 
-// Notify sends a notification. params nil leaves the member out.
+// Notify sends a notification. params nil leaves the member out. While
+// the peer does not read (the outbox is full: see frameWriter), Notify
+// waits for room, so that a stream of notifications is held back rather
+// than followed into unbounded memory; after Close it returns ErrClosed
+// instead of waiting. It does not wait for the frames ahead of its own.
 func (c *Conn) Notify(method string, params any) error {
+	if err := c.waitRoom(); err != nil {
+		return err
+	}
 	return c.out.write(func(b *bytes.Buffer) error {
 		b.WriteString(`{"jsonrpc":"2.0","method":`)
 		if err := encodeJSON(b, method); err != nil {
@@ -455,6 +502,93 @@ func (c *Conn) Notify(method string, params any) error {
 		return nil
 	})
 }
+
+// waitRoom waits while the outbox is full: the peer does not read what
+// was written to it. It returns ErrClosed if the connection is closed
+// meanwhile.
+func (c *Conn) waitRoom() error {
+	room := c.out.room()
+	if room == nil {
+		return nil
+	}
+	select {
+	case <-room:
+		return nil
+	case <-c.closing:
+		return ErrClosed
+	}
+}
+
+// maxOwed is how many requests the read loop reads ahead of their
+// answers: with this many read and their answers not yet handed to the
+// writer, it waits until half of them are. Every request read owes the
+// peer an answer, which its handler makes some time after the read loop
+// moved on; without this bound, a peer that writes faster than the
+// handlers answer could have any number of requests read (each with a
+// handler running) before their answers fill the outbox.
+const maxOwed = 1024
+
+// pauseReading holds the read loop while what the peer has not taken
+// grows: while the outbox is full, until the peer has read half of what
+// waits (one record at warn says so per pause, one at info when reading
+// resumes), and while maxOwed answers are owed, until half of them are
+// handed to the writer (a record at info per pause). Close ends the wait.
+func (c *Conn) pauseReading() {
+	for {
+		if room := c.out.room(); room != nil {
+			frames, size := c.out.out.Pending()
+			c.log.Warn("the peer does not read what is written to it: reading its input paused",
+				"waiting_frames", frames, "waiting_bytes", size, "limit_frames", maxQueuedFrames, "limit_bytes", maxQueuedBytes)
+			select {
+			case <-room:
+				c.log.Info("the peer reads again: reading its input resumed")
+				continue
+			case <-c.closing:
+				return
+			}
+		}
+		if fewer := c.readAhead(); fewer != nil {
+			c.log.Info("requests read wait for their answers: reading paused until half of them are answered", "requests", maxOwed)
+			select {
+			case <-fewer:
+				continue
+			case <-c.closing:
+				return
+			}
+		}
+		return
+	}
+}
+
+// readAhead returns nil while fewer than maxOwed answers are owed, else a
+// channel closed once at most half of them are.
+func (c *Conn) readAhead() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owed < maxOwed {
+		return nil
+	}
+	if c.fewer == nil {
+		c.fewer = make(chan struct{})
+	}
+	return c.fewer
+}
+
+// answered notes that a request's answer was handed to the writer.
+func (c *Conn) answered() {
+	c.mu.Lock()
+	c.owed--
+	if c.fewer != nil && c.owed <= maxOwed/2 {
+		close(c.fewer)
+		c.fewer = nil
+	}
+	c.mu.Unlock()
+}
+
+// Flush waits until the frames handed over so far are written (or a write
+// failed), for at most d, and reports whether they were: Reply and Notify
+// may return before their frame is out.
+func (c *Conn) Flush(d time.Duration) bool { return c.out.flush(d) }
 
 // encodeJSON appends v's encoding to b: a json.RawMessage as it is, any
 // other value through encoding/json without HTML escaping.

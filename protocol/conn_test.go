@@ -124,6 +124,19 @@ func readReplies(t *testing.T, r io.Reader) []reply {
 }
 
 func readStrictFrame(br *bufio.Reader) ([]byte, error) {
+	body, err := readFrameBody(br, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("invalid JSON body %q", body)
+	}
+	return body, nil
+}
+
+// readFrameBody reads one frame, strictly framed, and returns its body
+// unchecked, in buf if it is large enough.
+func readFrameBody(br *bufio.Reader, buf []byte) ([]byte, error) {
 	line, err := br.ReadString('\n')
 	if err == io.EOF && line == "" {
 		return nil, io.EOF
@@ -142,12 +155,13 @@ func readStrictFrame(br *bufio.Reader) ([]byte, error) {
 	if blank, err := br.ReadString('\n'); err != nil || blank != "\r\n" {
 		return nil, fmt.Errorf("no blank line after header: %q, %v", blank, err)
 	}
-	body := make([]byte, n)
+	body := buf[:0]
+	if cap(body) < n {
+		body = make([]byte, n)
+	}
+	body = body[:n]
 	if _, err := io.ReadFull(br, body); err != nil {
 		return nil, fmt.Errorf("body: %w", err)
-	}
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("invalid JSON body %q", body)
 	}
 	return body, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
@@ -317,24 +318,30 @@ func quote(b []byte) string {
 // frameWriter is the one writer of a connection's outgoing frames: every
 // message leaves through it, each frame whole, in the order it was handed
 // over (an outbox.Outbox), in a single Write where it fits in a pooled
-// buffer.
+// buffer, and as valid UTF-8 (see appendValidUTF8).
 //
-// A frame is written by its sender (write, writeParts: the sender waits
-// until it is out, which is what holds a flood back when the peer reads
-// slowly) or, for a frame the read loop sends, later (writeLater): the
-// read loop must keep reading even while the peer does not read, or two
-// peers that both answer on their read loops could each wait for the
-// other's reading forever.
+// A frame is written by its sender when nobody else writes (write,
+// writeRaw), else queued: the sender returns without waiting for the
+// frames ahead of it, so that no goroutine waits per frame. Frames the
+// read loop sends are written by a goroutine (writeLater): the read loop
+// must keep reading even while the peer does not read, or two peers that
+// both answer on their read loops could each wait for the other's reading
+// forever. What waits to be written is bounded by those who produce it:
+// past maxQueuedFrames or maxQueuedBytes the outbox is full (room), and
+// the read loop stops reading, and Notify and calls wait, until it is back
+// at half.
 type frameWriter struct {
-	w    io.Writer
-	bufs sync.Pool // *bytes.Buffer
-	out  *outbox.Outbox
+	w     io.Writer
+	bufs  sync.Pool // *bytes.Buffer
+	out   *outbox.Outbox
+	sized func(n int) // is told each frame's size; set before use
 }
 
-// maxLater is how many frames may wait for writeLater's goroutine before
-// the read loop waits too: a peer that sends without ever reading is held
-// back rather than followed into unbounded memory.
-const maxLater = 1024
+// The outbox's limit: past either, the peer is taken to not read.
+const (
+	maxQueuedFrames = 1024
+	maxQueuedBytes  = 16 << 20
+)
 
 // flushWait bounds how long the read loop's answers may take to leave once
 // reading ended: a peer that closed its output but never reads must not
@@ -342,29 +349,41 @@ const maxLater = 1024
 const flushWait = 5 * time.Second
 
 func newFrameWriter(w io.Writer) *frameWriter {
-	fw := &frameWriter{w: w}
+	fw := &frameWriter{w: w, sized: func(int) {}}
 	fw.bufs.New = func() any { return new(bytes.Buffer) }
 	fw.out = outbox.New(fw.writeOut)
-	fw.out.Max = maxLater
+	fw.out.MaxCount = maxQueuedFrames
+	fw.out.MaxBytes = maxQueuedBytes
 	return fw
 }
 
-// write frames the body that fill appends to a buffer and writes it. The
-// buffer has room for the header in front, so that header and body leave
-// in one Write without copying the body again.
+// write frames the body that fill appends to a buffer and writes it in
+// its turn, with write's error when the caller wrote it, nil when it was
+// queued. The buffer has room for the header in front, so that header and
+// body leave in one Write without copying the body again. A queued frame
+// takes its buffer along; the buffer is dropped once written.
 func (fw *frameWriter) write(fill func(*bytes.Buffer) error) error {
 	buf := fw.bufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			buf.Reset()
-			fw.bufs.Put(buf)
-		}
-	}()
 	frame, err := render(buf, fill)
 	if err != nil {
+		fw.release(buf)
 		return err
 	}
-	return fw.writeParts(frame)
+	fw.sized(len(frame))
+	queued, err := fw.out.Post([][]byte{frame}, nil)
+	if !queued {
+		fw.release(buf)
+	}
+	return err
+}
+
+// release puts a buffer back in the pool, unless it grew large: a large
+// payload's buffer is dropped, not kept for the connection's life.
+func (fw *frameWriter) release(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuffer {
+		buf.Reset()
+		fw.bufs.Put(buf)
+	}
 }
 
 // writeLater frames the body that fill appends and hands it to be written
@@ -375,15 +394,44 @@ func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 	if err != nil {
 		return err
 	}
+	fw.sized(len(frame))
 	fw.out.SendLater([][]byte{frame}, nil, func(f func()) bool { go f(); return true }) // the goroutine ends when the outbox is empty
 	return nil
 }
 
-// flush waits until the frames handed over so far are written (or a
-// write failed), for at most d.
-func (fw *frameWriter) flush(d time.Duration) { fw.out.Flush(d) }
+// writeRaw writes a frame whose body is head, payload and tail, in its
+// turn: when the caller writes it, the payload goes out without being
+// copied into a frame buffer; a queued frame is copied whole, since the
+// caller may reuse payload once writeRaw returned.
+func (fw *frameWriter) writeRaw(head, payload, tail []byte) error {
+	n := len(head) + len(payload) + len(tail)
+	fw.sized(n)
+	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) {
+		// Rare: repaired whole (a sequence could straddle two parts) into
+		// a frame of its own.
+		b := appendValidUTF8(make([]byte, headerRoom, headerRoom+n+n/8), slices.Concat(head, payload, tail))
+		frame := placeHeader(b)
+		_, err := fw.out.Post([][]byte{frame}, nil)
+		return err
+	}
+	h := appendHeader(make([]byte, 0, headerRoom+len(head)), n)
+	h = append(h, head...)
+	_, err := fw.out.Post([][]byte{h, payload, tail}, func(parts [][]byte) [][]byte {
+		return [][]byte{slices.Concat(parts...)}
+	})
+	return err
+}
 
-// render frames the body fill appends to buf: the frame is a slice of buf.
+// flush waits until the frames handed over so far are written (or a
+// write failed), for at most d, and reports whether they were.
+func (fw *frameWriter) flush(d time.Duration) bool { return fw.out.Flush(d) }
+
+// room is nil while the outbox is under its limit, else a channel closed
+// when it is back at half of it.
+func (fw *frameWriter) room() <-chan struct{} { return fw.out.Room() }
+
+// render frames the body fill appends to buf: the frame is a slice of buf,
+// or of a buffer of its own when the body had to be made valid UTF-8.
 func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 	var room [headerRoom]byte
 	buf.Reset()
@@ -392,18 +440,51 @@ func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 		return nil, err
 	}
 	b := buf.Bytes()
+	if body := b[headerRoom:]; !utf8.Valid(body) {
+		b = appendValidUTF8(make([]byte, headerRoom, len(b)+len(body)/8), body)
+	}
+	return placeHeader(b), nil
+}
+
+// placeHeader writes the header for the body that follows headerRoom bytes
+// of b into the end of that room, and returns the frame.
+func placeHeader(b []byte) []byte {
 	var hdr [headerRoom]byte
 	h := appendHeader(hdr[:0], len(b)-headerRoom)
 	start := headerRoom - len(h)
 	copy(b[start:], h)
-	return b[start:], nil
+	return b[start:]
 }
 
-// writeParts writes one frame given in parts (a header with the head of
-// the body, a large payload, the tail), in order, after the frames handed
-// over before it, and returns once it is written: a large payload goes out
-// without being copied into a frame buffer first.
-func (fw *frameWriter) writeParts(parts ...[]byte) error { return fw.out.Send(parts...) }
+// appendValidUTF8 appends src to dst with each byte that does not start a
+// valid UTF-8 sequence replaced by U+FFFD, as encoding/json does in the
+// strings it encodes. Only bytes of 0x80 and above are ever replaced, and
+// the bytes of a valid sequence are never taken apart, so JSON stays JSON:
+// quotes, backslashes and escapes are ASCII, and a valid JSON text can hold
+// non-ASCII bytes only inside its strings.
+func appendValidUTF8(dst, src []byte) []byte {
+	for len(src) > 0 {
+		i := 0
+		for i < len(src) {
+			if src[i] < utf8.RuneSelf {
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		dst = append(dst, src[:i]...)
+		if i == len(src) {
+			break
+		}
+		dst = append(dst, "\uFFFD"...)
+		src = src[i+1:]
+	}
+	return dst
+}
 
 // writeOut writes parts; the outbox's one writer calls it.
 func (fw *frameWriter) writeOut(parts [][]byte) error {

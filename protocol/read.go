@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // response is a response from the peer, for the call it answers.
@@ -22,6 +24,7 @@ type response struct {
 // or a body, and the error of a failed read or reply write.
 func (c *Conn) readResponse() (response, error) {
 	for {
+		c.pauseReading()
 		f, err := c.in.next()
 		var he *headerError
 		if errors.As(err, &he) {
@@ -33,6 +36,7 @@ func (c *Conn) readResponse() (response, error) {
 		if err != nil {
 			return response{}, err
 		}
+		c.rel.note(len(f.body))
 		var resp response
 		var ok bool
 		if f.oversize > 0 {
@@ -80,7 +84,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 		return c.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: message has neither a method nor a result or error")
 	case isResponse:
 		if m.id == nil || string(m.id) == "null" {
-			c.log.Warn("dropping response without an id", "error", string(m.errv))
+			c.log.Warn("dropping response without an id", peerlog.Bytes("error", m.errv))
 			return response{}, false, nil
 		}
 		return response{id: m.id, body: body}, true, nil
@@ -110,7 +114,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 func (c *Conn) reject(m members, code int64, kind, msg string) (response, bool, error) {
 	if m.method == nil && m.responseLike {
 		if m.id == nil || !validIDText(m.id) {
-			c.log.Warn("dropping malformed response", "reason", msg, "id", string(m.id))
+			c.log.Warn("dropping malformed response", peerlog.String("reason", msg), peerlog.Bytes("id", m.id))
 			return response{}, false, nil
 		}
 		return response{id: m.id, err: NewError(code, kind, "malformed response: "+msg)}, true, nil

@@ -77,13 +77,15 @@ type Implementation struct {
 // HostCapabilities says what the host handles when a server asks.
 type HostCapabilities struct {
 	Elicitation ElicitationCapability `json:"elicitation"`
-	Roots       bool                  `json:"roots,omitempty"`
+	Roots       RootsCapability       `json:"roots"`
 	Sampling    SamplingCapability    `json:"sampling"`
 	// Authorization: the host opens OAuth authorization URLs (authorization.go).
 	Authorization *AuthorizationCapability `json:"authorization,omitempty"`
 	// Inputs: the host asks its user for the inputs of VS Code files
 	// (mcp/input, inputs.go).
 	Inputs bool `json:"inputs,omitempty"`
+	// Extensions are the MCP extensions the host handles (capabilities.go).
+	Extensions Extensions `json:"extensions,omitempty"`
 }
 
 type LauncherParams struct {
@@ -109,6 +111,10 @@ type Limits struct {
 	// AuthorizationTimeoutMs bounds an OAuth authorization flow, the user
 	// in the browser included (default 300000).
 	AuthorizationTimeoutMs int64 `json:"authorizationTimeoutMs,omitempty"`
+	// MaxToolOutputTokens is the token limit of a tool's result for tools
+	// and servers whose configuration sets none, and the ceiling of those
+	// that do (default 25000; docs/protocol.md, "Tool output limits").
+	MaxToolOutputTokens int `json:"maxToolOutputTokens,omitempty"`
 }
 
 type InitializeParams struct {
@@ -172,6 +178,10 @@ type SessionOpenParams struct {
 type ServerState struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// Instructions are the server's instructions for the model, as far as
+	// known when the session opens: a dormant server's, from the disk
+	// cache (docs/protocol.md, "Server instructions").
+	Instructions string `json:"instructions,omitempty"`
 }
 
 type SessionOpenResult struct {
@@ -223,6 +233,9 @@ type ServerCatalog struct {
 	Error   string `json:"error,omitempty"`
 	// SupportsParallelToolCalls is the server's supports_parallel_tool_calls.
 	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
+	// Instructions are the server's instructions for the model
+	// (docs/protocol.md, "Server instructions").
+	Instructions string `json:"instructions,omitempty"`
 }
 
 type ToolsListResult struct {
@@ -276,23 +289,32 @@ type ReconnectResult struct {
 }
 
 type ServerStatus struct {
-	Name            string          `json:"name"`
-	State           string          `json:"state"`
-	Transport       string          `json:"transport"`
-	Required        bool            `json:"required,omitempty"`
-	PID             int             `json:"pid,omitempty"`
-	ProtocolVersion string          `json:"protocolVersion,omitempty"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-	StartedAt       string          `json:"startedAt,omitempty"`
-	Restarts        int             `json:"restarts"`
-	LastError       string          `json:"lastError,omitempty"`
-	Launcher        *LauncherStatus `json:"launcher,omitempty"`
-	Sandbox         string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
+	Name            string `json:"name"`
+	State           string `json:"state"`
+	Transport       string `json:"transport"`
+	Required        bool   `json:"required,omitempty"`
+	PID             int    `json:"pid,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Era is the generation of MCP the connection speaks: EraModern
+	// (2026-07-28 and later) or EraLegacy (the initialize handshake).
+	Era          string          `json:"era,omitempty"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	StartedAt    string          `json:"startedAt,omitempty"`
+	Restarts     int             `json:"restarts"`
+	LastError    string          `json:"lastError,omitempty"`
+	Launcher     *LauncherStatus `json:"launcher,omitempty"`
+	Sandbox      string          `json:"sandbox,omitempty"` // advertised sandbox capability, if any
 	// Tools and Tokens are the size of the server's catalog in the session
 	// (live or cached) and the estimated tokens of its definitions; absent
 	// when the server has no catalog.
 	Tools  *int `json:"tools,omitempty"`
 	Tokens *int `json:"tokens,omitempty"`
+	// Stale marks a catalog that a notifications/tools/list_changed
+	// outdated and no refresh has replaced yet: tools/list serves it
+	// marked so. RefreshingSince is when the refresh in flight began (RFC
+	// 3339), so that one that hangs shows.
+	Stale           bool   `json:"stale,omitempty"`
+	RefreshingSince string `json:"refreshingSince,omitempty"`
 	// Source is where the server's definition came from.
 	Source *ConfigOrigin `json:"source,omitempty"`
 	// ConfigErrors are the errors of an invalid server's definition.
@@ -309,6 +331,25 @@ type ServerStatus struct {
 	// Authorization is the server's OAuth state, for a Streamable HTTP
 	// server that is authorized or asked for authorization.
 	Authorization *ServerAuthorization `json:"authorization,omitempty"`
+	// Instructions are the server's instructions for the model
+	// (docs/protocol.md, "Server instructions").
+	Instructions string `json:"instructions,omitempty"`
+	// ExcludedTools are the tools the server listed that the catalog
+	// leaves out (their x-mcp-header declarations are invalid).
+	ExcludedTools []ExcludedTool `json:"excludedTools,omitempty"`
+}
+
+// Eras of a server connection (ServerStatus.Era).
+const (
+	EraModern = "modern"
+	EraLegacy = "legacy"
+)
+
+// ExcludedTool is a tool a server listed that the catalog leaves out, and
+// why.
+type ExcludedTool struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
 }
 
 type ServersStatusResult struct {

@@ -250,12 +250,12 @@ func (s *Server) authorized(key oauth.Key) {
 	}
 }
 
-func (s *Server) serversLogout(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversLogout(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	_, sc, err := s.sessionServer(p.SessionID, p.Server)
+	_, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -34,7 +35,8 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		ClientInfo:     &mcp.Implementation{Name: srv.opts.Name, Version: srv.opts.Version},
 		Elicitation:    env.hostCaps.Elicitation.Form,
 		ElicitationURL: env.hostCaps.Elicitation.URL,
-		Roots:          env.hostCaps.Roots,
+		Roots:          env.hostCaps.Roots.Enabled,
+		Extensions:     env.hostCaps.Extensions,
 		Sampling:       env.hostCaps.Sampling.Enabled,
 		SamplingTools:  env.hostCaps.Sampling.Tools,
 		// What the connection logs may quote the server (its stderr, its
@@ -116,7 +118,7 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			return hostAnswer(srv.callHost(ctx, protocol.RequestSample, protocol.SampleParams{SessionID: sess.id, Server: sc.name, Params: params}))
 		}
 	}
-	if env.hostCaps.Roots {
+	if env.hostCaps.Roots.Enabled {
 		opts.Handlers.ListRoots = func(ctx context.Context) (json.RawMessage, error) {
 			return hostAnswer(srv.callHost(ctx, protocol.RequestRoots, protocol.RootsParams{SessionID: sess.id, Server: sc.name}))
 		}
@@ -157,7 +159,7 @@ func (s *Server) logServerRaw(sessionID, server, level string, data json.RawMess
 		// Whatever a server's log carries may quote the server.
 		data = s.serverSecrets(s.environment(), server).JSON(data)
 	}
-	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, "data", string(data))
+	s.logger.Debug("server log", "session", sessionID, "server", server, "level", level, peerlog.Bytes("data", data))
 	s.notify(protocol.NotifyLog, protocol.LogParams{SessionID: sessionID, Server: server, Level: level, Data: data})
 }
 

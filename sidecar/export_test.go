@@ -1,6 +1,11 @@
 package sidecar
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
+)
 
 // Hooks are the test seams of a Server (see testHooks).
 type Hooks struct {
@@ -17,6 +22,10 @@ type Hooks struct {
 	// RefreshJoined is called when a caller begins to wait for a catalog
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
+	// RefreshStarted is called when a catalog refresh of server begins,
+	// on its goroutine; expire ends it as the server's startup_timeout_sec
+	// would, so that a test need not wait for that.
+	RefreshStarted func(session, server string, expire func())
 	// Teardown is called before a background teardown (the process of a
 	// failed startup) of server runs; blocking holds it back (release it:
 	// session close waits for it).
@@ -32,6 +41,12 @@ type Hooks struct {
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// Connecting is called with the options of each connection of
+	// server, just before it connects.
+	Connecting func(session, server string, opts mcpclient.Options)
+	// ToolCallBound is called when a tools/call leaves, with the header
+	// declarations of the tool it was bound to.
+	ToolCallBound func(session, server, tool string, headers mcpheader.Bindings)
 	// ToolCallSent is called when a tools/call is sent to server: from
 	// the host's read loop (own false), or from a goroutine of its own
 	// (a call that had to wait for something, or a server the read loop
@@ -57,11 +72,14 @@ func WithHooks(opts Options, h Hooks) Options {
 		roundPrepared:       h.RoundPrepared,
 		backgroundRefresh:   h.BackgroundRefresh,
 		refreshJoined:       h.RefreshJoined,
+		refreshStarted:      h.RefreshStarted,
 		startupWait:         h.StartupWait,
 		sharedListingWait:   h.SharedListingWait,
 		authorizationJoined: h.AuthorizationJoined,
 		teardown:            h.Teardown,
 		toolCallSent:        h.ToolCallSent,
+		connecting:          h.Connecting,
+		toolCallBound:       h.ToolCallBound,
 
 		resourceUpdateQueued:  h.ResourceUpdateQueued,
 		resourceUpdateSending: h.ResourceUpdateSending,

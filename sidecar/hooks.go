@@ -1,6 +1,11 @@
 package sidecar
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
+)
 
 // testHooks are the seams tests use to order events without sleeping
 // (export_test.go sets them through Options); the zero value is the
@@ -18,6 +23,10 @@ type testHooks struct {
 	// refreshJoined is called when a caller begins to wait for a refresh
 	// another caller is running.
 	refreshJoined func(session, server string)
+	// refreshStarted is called when a catalog refresh begins, on its
+	// goroutine, with the function that ends it as its
+	// startup_timeout_sec would.
+	refreshStarted func(session, server string, expire func())
 	// teardown is called on the goroutine of a background teardown (the
 	// process of a failed startup) before it runs: blocking holds it back
 	// (session close waits for it).
@@ -32,6 +41,12 @@ type testHooks struct {
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// connecting is called with the options of each connection, just
+	// before it connects.
+	connecting func(session, server string, opts mcpclient.Options)
+	// toolCallBound is called when a tools/call leaves, with the header
+	// declarations of the tool it was bound to.
+	toolCallBound func(session, server, tool string, headers mcpheader.Bindings)
 	// toolCallSent is called when a tools/call is sent to its server:
 	// from the host's read loop (own false) or from a goroutine of its
 	// own (toolcall.go).

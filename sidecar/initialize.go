@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,20 +13,28 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/catalog/search"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
 // Feature names of initialize.features.
 const (
-	FeatureToolListChanged     = "mcp_tool_list_changed"
+	FeatureToolListChanged     = "mcp_tool_list_changed" // on unless set false
 	FeatureEarlyDiscovery      = "apps_early_resource_discovery"
 	FeatureLazyStdioStartup    = "mcp_lazy_stdio_startup"
 	FeatureShareStartupListing = "mcp_share_startup_listing" // on unless set false
+	FeatureToolOutputLimit     = "mcp_tool_output_limit"     // on unless set false
 )
 
-var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing}
+var knownFeatures = []string{FeatureToolListChanged, FeatureEarlyDiscovery, FeatureLazyStdioStartup, FeatureShareStartupListing, FeatureToolOutputLimit}
+
+// featuresOnByDefault are the features a host gets without asking: each
+// is what hosts (and the people behind them) expect of an MCP client, and
+// a host that does the same itself turns it off with false.
+var featuresOnByDefault = []string{FeatureToolListChanged, FeatureShareStartupListing, FeatureToolOutputLimit}
 
 const (
 	defaultMaxConcurrentStarts  = 8
@@ -60,6 +67,12 @@ type environment struct {
 	// inputs are the values of VS Code inputs given so far (inputs.go).
 	inputs inputStore
 
+	// maxOutputTokens is the host's limit of a tool's result (0: the
+	// default), and outputDir the folder the sessions keep cut results
+	// in (outputlimit.go).
+	maxOutputTokens int
+	outputDir       string
+
 	// searches holds the search analyses of servers' tools that sessions
 	// share (tools/search).
 	searches *search.Shared
@@ -68,6 +81,11 @@ type environment struct {
 	// reported: one bad file is reported once, not once per session.
 	badCacheMu sync.Mutex
 	badCache   map[string]bool
+
+	// eras holds the era each discovery scope's last connection
+	// negotiated, or what its disk entry said (learnt.go).
+	erasMu sync.Mutex
+	eras   map[string]mcpclient.Era
 }
 
 // reportBadCache reports whether the unusable cache file of key is news.
@@ -103,15 +121,14 @@ func (e *environment) cacheRepaired(key string) {
 	e.badCacheMu.Unlock()
 }
 
+// feature reports whether a feature is on; initialize filled in the
+// defaults of those the host did not set.
 func (e *environment) feature(name string) bool {
-	if name == FeatureShareStartupListing {
-		v, set := e.features[name]
-		return !set || v
-	}
 	return e.features[name]
 }
 
-func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res result, err error) {
+func (s *Server) initialize(ctx context.Context, rq *request) (res result, err error) {
+	params := rq.params
 	defer func() {
 		if err != nil {
 			s.mu.Lock()
@@ -158,6 +175,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		cooldown:     defaultRefreshCooldown,
 		shared:       catalog.NewSharedListings(),
 		searches:     search.NewShared(search.DefaultRanking()),
+		outputDir:    outputRoot(s.opts.Env),
 	}
 	env.shared.OnWait = s.hook().sharedListingWait
 	starts := int64(defaultMaxConcurrentStarts)
@@ -188,16 +206,24 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (res re
 		if l.RefreshCooldownMs > 0 {
 			env.cooldown = millis(l.RefreshCooldownMs)
 		}
+		if l.MaxToolOutputTokens > 0 {
+			env.maxOutputTokens = l.MaxToolOutputTokens
+		}
 	}
 	env.startSem = semaphore.NewWeighted(starts)
 	var unknownFeatures []string
 	for name, on := range p.Features {
 		if !slices.Contains(knownFeatures, name) {
-			s.logger.Warn("unknown feature ignored", "feature", name)
+			s.logger.Warn("unknown feature ignored", peerlog.String("feature", name))
 			unknownFeatures = append(unknownFeatures, name)
 			continue
 		}
 		env.features[name] = on
+	}
+	for _, name := range featuresOnByDefault {
+		if _, set := env.features[name]; !set {
+			env.features[name] = true
+		}
 	}
 	slices.Sort(unknownFeatures)
 	for name := range servers {
@@ -269,7 +295,7 @@ func (s *Server) environment() *environment {
 	return s.env
 }
 
-func (s *Server) shutdownMethod(ctx context.Context, _ json.RawMessage) (result, error) {
+func (s *Server) shutdownMethod(ctx context.Context, _ *request) (result, error) {
 	s.closeAllSessions()
 	return result{value: nil}, nil
 }
@@ -293,11 +319,11 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 	case protocol.MethodToolsGet:
 		return s.toolsGet, true
 	case protocol.MethodResourcesList:
-		return s.listMethod("resources"), true
+		return s.listMethod(name, "resources"), true
 	case protocol.MethodResourceTemplates:
-		return s.listMethod("resourceTemplates"), true
+		return s.listMethod(name, "resourceTemplates"), true
 	case protocol.MethodPromptsList:
-		return s.listMethod("prompts"), true
+		return s.listMethod(name, "prompts"), true
 	case protocol.MethodResourcesRead:
 		return s.resourcesRead, true
 	case protocol.MethodResourcesDiscover:
@@ -328,14 +354,4 @@ func (s *Server) method(name string) (handlerFunc, bool) {
 
 func unknownSession(id string) *protocol.Error {
 	return protocol.NewError(protocol.CodeUnknownSession, protocol.KindUnknownSession, fmt.Sprintf("unknown session %q", id))
-}
-
-func (s *Server) session(id string) (*Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sessions[id]
-	if sess == nil {
-		return nil, unknownSession(id)
-	}
-	return sess, nil
 }

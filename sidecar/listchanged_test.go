@@ -14,7 +14,10 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-var listChangedOn = map[string]any{"features": map[string]bool{"mcp_tool_list_changed": true}}
+var (
+	listChangedOn  = map[string]any{"features": map[string]bool{"mcp_tool_list_changed": true}}
+	listChangedOff = map[string]any{"features": map[string]bool{"mcp_tool_list_changed": false}}
+)
 
 func toolNames(list protocol.ToolsListResult) []string {
 	var names []string
@@ -47,24 +50,32 @@ func waitToolsChanged(h *harness, session, server, reason string) {
 }
 
 // TestListChangedToolCallableInSameTurn: a tool the server adds at run time
-// is listed and callable as soon as its notification arrived.
+// is listed and callable as soon as its notification arrived, by default
+// (the host asks for nothing) as when the host turns the feature on.
 func TestListChangedToolCallableInSameTurn(t *testing.T) {
-	h := newHarness(t)
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("add", "add_tool")}})}, listChangedOn)
-	open := h.open(map[string]any{"startup": "eager"})
-	if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__add", "arguments": map[string]any{"name": "fresh"}}); err != nil {
-		t.Fatal(err)
-	}
-	waitToolsChanged(h, open.SessionID, "s", protocol.ReasonListChanged)
-	if got := toolNames(h.toolsList(open.SessionID)); !slices.Equal(got, []string{"add", "fresh"}) {
-		t.Fatalf("tools = %v, want add and fresh", got)
-	}
-	res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__fresh", "arguments": map[string]any{"hello": 1}})
-	if err != nil {
-		t.Fatalf("calling the new tool: %v", err)
-	}
-	if !strings.Contains(string(res), `"hello":1`) {
-		t.Errorf("result %s", res)
+	for _, tc := range []struct {
+		name  string
+		extra map[string]any
+	}{{"by default", nil}, {"asked for", listChangedOn}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("add", "add_tool")}})}, tc.extra)
+			open := h.open(map[string]any{"startup": "eager"})
+			if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__add", "arguments": map[string]any{"name": "fresh"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitToolsChanged(h, open.SessionID, "s", protocol.ReasonListChanged)
+			if got := toolNames(h.toolsList(open.SessionID)); !slices.Equal(got, []string{"add", "fresh"}) {
+				t.Fatalf("tools = %v, want add and fresh", got)
+			}
+			res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__fresh", "arguments": map[string]any{"hello": 1}})
+			if err != nil {
+				t.Fatalf("calling the new tool: %v", err)
+			}
+			if !strings.Contains(string(res), `"hello":1`) {
+				t.Errorf("result %s", res)
+			}
+		})
 	}
 }
 
@@ -229,11 +240,11 @@ func TestListChangedAdmittedCallFinishes(t *testing.T) {
 	h.wantCode(err, protocol.CodeUnknownTool)
 }
 
-// TestListChangedFeatureOff: notifications are logged; the catalog changes
-// only on explicit refresh.
+// TestListChangedFeatureOff: with the feature turned off, notifications
+// are logged; the catalog changes only on explicit refresh.
 func TestListChangedFeatureOff(t *testing.T) {
 	h := newHarness(t)
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("add", "add_tool")}})}, nil)
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("add", "add_tool")}})}, listChangedOff)
 	open := h.open(map[string]any{"startup": "eager"})
 	if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__add", "arguments": map[string]any{"name": "x"}}); err != nil {
 		t.Fatal(err)

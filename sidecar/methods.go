@@ -16,12 +16,12 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-func (s *Server) toolsList(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsList(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ToolsListParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
@@ -55,7 +55,7 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 		want[sc.name] = true
 		sc.mu.Lock()
 		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
-			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls}
+			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls, Instructions: sc.instructions}
 		switch sc.state {
 		case protocol.StateFailed, protocol.StateDisconnected, protocol.StateNeedsAuthorization:
 			entry.Error = sc.lastErr
@@ -142,7 +142,9 @@ func progressKeyOf(v any) string {
 }
 
 // bind resolves the tool a call names to one server's tool definition.
-func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*serverConn, catalog.Tool, error) {
+// Its waits for catalog refreshes count against budget (the call's
+// timeoutMs; nil: none); its waits for startups do not.
+func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams, budget *waitBudget) (*serverConn, catalog.Tool, error) {
 	switch {
 	case p.Name != "" && (p.Server != "" || p.Tool != ""):
 		return nil, catalog.Tool{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "give either name, or server and tool, not both")
@@ -155,13 +157,15 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 			if err := waitStarting(ctx, sess.allServers()); err != nil {
 				return nil, catalog.Tool{}, callerError(ctx, err)
 			}
-			for _, sc := range sess.allServers() {
-				sc.refreshIfStale(ctx)
+			if budget.catchUp(ctx, sess, sess.allServers()) {
+				return nil, catalog.Tool{}, budget.expired(nil, p.Name)
 			}
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if ok && ref.sc.isStale() {
-			ref.sc.refreshIfStale(ctx)
+			if budget.catchUp(ctx, sess, []*serverConn{ref.sc}) {
+				return nil, catalog.Tool{}, budget.expired(ref.sc, ref.tool.Name)
+			}
 			ref, ok = sess.snapshot().byName[p.Name]
 		}
 		if !ok {
@@ -176,7 +180,9 @@ func (sess *Session) bind(ctx context.Context, p protocol.ToolsCallParams) (*ser
 		if err := waitStarting(ctx, []*serverConn{sc}); err != nil {
 			return nil, catalog.Tool{}, callerError(ctx, err)
 		}
-		sc.refreshIfStale(ctx)
+		if budget.catchUp(ctx, sess, []*serverConn{sc}) {
+			return nil, catalog.Tool{}, budget.expired(sc, p.Tool)
+		}
 		if err := sc.usable(ctx); err != nil {
 			return nil, catalog.Tool{}, err
 		}
@@ -399,8 +405,8 @@ func (sc *serverConn) mapCallError(ctx context.Context, conn *mcpclient.Conn, to
 
 // sessionServer resolves the session and the server a per-server request
 // names.
-func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn, error) {
-	sess, err := s.session(sessionID)
+func (s *Server) sessionServer(ctx context.Context, rq *request, sessionID, server string) (*Session, *serverConn, error) {
+	sess, err := s.session(ctx, rq.session, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -415,14 +421,14 @@ func (s *Server) sessionServer(sessionID, server string) (*Session, *serverConn,
 }
 
 // serverRequest resolves the session and server of a per-server request,
-// admits it against the session's bound, and returns a live connection and
+// admits it against the session's bounds, and returns a live connection and
 // the release the caller must call when done.
-func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
-	sess, sc, err := s.sessionServer(sessionID, server)
+func (s *Server) serverRequest(ctx context.Context, rq *request, sessionID, server string) (*serverConn, *mcpclient.Conn, func(), error) {
+	sess, sc, err := s.sessionServer(ctx, rq, sessionID, server)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	release, err := sess.admit()
+	release, err := sess.admit(sc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -434,45 +440,73 @@ func (s *Server) serverRequest(ctx context.Context, sessionID, server string) (*
 	return sc, conn, release, nil
 }
 
-// forward runs one request on a server's live connection and returns its
-// result as the server sent it.
-func (s *Server) forward(ctx context.Context, sessionID, server string, do func(*mcpclient.Conn) (json.RawMessage, error)) (result, error) {
-	sc, conn, release, err := s.serverRequest(ctx, sessionID, server)
+// errRequestTimeout ends a request forwarded to a server that did not
+// answer within its tool_timeout_sec.
+var errRequestTimeout = errors.New("tool_timeout_sec elapsed")
+
+// requestContext bounds a request the sidecar forwards to sc for the host
+// (resources, prompts, completion, tasks; tools/call has its own,
+// toolcall.go) by the server's tool_timeout_sec, from when it is sent: a
+// server that never answers holds none of the session's places for ever.
+func (sc *serverConn) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, sc.cfg.ToolTimeout(), errRequestTimeout)
+}
+
+// requestError maps the error of a request (method) forwarded within
+// reqCtx, a requestContext of ctx, the host's request.
+func (sc *serverConn) requestError(ctx, reqCtx context.Context, conn *mcpclient.Conn, method string, err error) error {
+	if ctx.Err() == nil && errors.Is(context.Cause(reqCtx), errRequestTimeout) {
+		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+			fmt.Sprintf("server %q did not answer %s within tool_timeout_sec (%s)", sc.name, method, formatSeconds(sc.cfg.ToolTimeout()))).WithServer(sc.name, "").Retry()
+	}
+	return sc.callError(ctx, conn, "", err)
+}
+
+// forward runs one request (method) on a server's live connection, within
+// the server's tool_timeout_sec, and returns its result as the server sent
+// it.
+func (s *Server) forward(ctx context.Context, rq *request, method, sessionID, server string, do func(context.Context, *mcpclient.Conn) (json.RawMessage, error)) (result, error) {
+	sc, conn, release, err := s.serverRequest(ctx, rq, sessionID, server)
 	if err != nil {
 		return result{}, err
 	}
 	defer release()
-	raw, err := do(conn)
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	raw, err := do(reqCtx, conn)
 	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
+		return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 	}
 	return result{value: raw}, nil
 }
 
 // listMethod forwards resources/list, resources/templates/list and
-// prompts/list: one page as the server sent it, or every page when all.
-func (s *Server) listMethod(key string) handlerFunc {
-	return func(ctx context.Context, params json.RawMessage) (result, error) {
+// prompts/list: one page as the server sent it, or every page when all
+// (all of them within the server's tool_timeout_sec).
+func (s *Server) listMethod(method, key string) handlerFunc {
+	return func(ctx context.Context, rq *request) (result, error) {
 		var p protocol.ServerRequestParams
-		if err := decodeParams(params, &p); err != nil {
+		if err := decodeParams(rq.params, &p); err != nil {
 			return result{}, err
 		}
-		sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+		sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 		if err != nil {
 			return result{}, err
 		}
 		defer release()
+		reqCtx, cancel := sc.requestContext(ctx)
+		defer cancel()
 		fetch := pageFetcher(conn, key)
 		if !p.All {
-			raw, err := fetch(ctx, p.Cursor)
+			raw, err := fetch(reqCtx, p.Cursor)
 			if err != nil {
-				return result{}, sc.callError(ctx, conn, "", err)
+				return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 			}
 			return result{value: raw}, nil
 		}
-		items, err := catalog.Paginate(ctx, key, catalog.DefaultPageLimits(), fetch)
+		items, err := catalog.Paginate(reqCtx, key, catalog.DefaultPageLimits(), fetch)
 		if err != nil {
-			return result{}, sc.callError(ctx, conn, "", err)
+			return result{}, sc.requestError(ctx, reqCtx, conn, method, err)
 		}
 		return result{value: map[string][]json.RawMessage{key: nonNil(items)}}, nil
 	}
@@ -498,15 +532,15 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) resourcesRead(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ResourcesReadParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodResourcesRead, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.ReadResource(ctx, p.URI)
 	})
 }
@@ -514,20 +548,20 @@ func (s *Server) resourcesRead(ctx context.Context, params json.RawMessage) (res
 // Resource kinds that early discovery looks for by default.
 var discoverMimeTypes = []string{"mcp/plugin", "mcp/skill"}
 
-func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) resourcesDiscover(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ResourcesDiscoverParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	mimeTypes := p.MimeTypes
 	if len(mimeTypes) == 0 {
 		mimeTypes = discoverMimeTypes
 	}
-	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
+	sess, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
-	release, err := sess.admit()
+	release, err := sess.admit(sc)
 	if err != nil {
 		return result{}, err
 	}
@@ -572,7 +606,9 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		}
 		return conn.ListResourcesPage(ctx, cursor)
 	}
-	items, err := catalog.Paginate(ctx, "resources", catalog.DefaultPageLimits(), fetch)
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	items, err := catalog.Paginate(reqCtx, "resources", catalog.DefaultPageLimits(), fetch)
 	if err != nil {
 		if why := sc.whyConnEnded(ctx, conn, a); why != nil {
 			return result{}, why
@@ -585,7 +621,7 @@ func (s *Server) resourcesDiscover(ctx context.Context, params json.RawMessage) 
 		return result{}, rej
 	}
 	if err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
+		return result{}, sc.requestError(ctx, reqCtx, conn, protocol.MethodResourcesDiscover, err)
 	}
 	found := []json.RawMessage{}
 	for _, it := range items {
@@ -632,28 +668,28 @@ func discoveryRejected(server, why string) *protocol.Error {
 		fmt.Sprintf("resource discovery of server %q rejected: %s while pages were fetched; discover again", server, why)).WithServer(server, "").Retry()
 }
 
-func (s *Server) promptsGet(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) promptsGet(ctx context.Context, rq *request) (result, error) {
 	var p protocol.PromptsGetParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodPromptsGet, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.GetPrompt(ctx, p.Name, p.Arguments)
 	})
 }
 
 // complete forwards completion/complete; params other than sessionId and
 // server go to the server as they are.
-func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) complete(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil {
+	if err := json.Unmarshal(rq.params, &fields); err != nil {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
 	delete(fields, "sessionId")
@@ -662,33 +698,33 @@ func (s *Server) complete(ctx context.Context, params json.RawMessage) (result, 
 		return result{}, err
 	}
 	body, _ := json.Marshal(fields)
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodCompletionComplete, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Complete(ctx, body)
 	})
 }
 
-func (s *Server) serversRefresh(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversRefresh(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, _, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
 	defer release()
-	if err := sc.refresh(ctx, conn, protocol.ReasonRefresh); err != nil {
+	if err := sc.refresh(ctx); err != nil {
 		return result{}, err
 	}
 	return result{value: sc.sess.listing([]*serverConn{sc}, true)}, nil
 }
 
-func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversReconnect(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ServerRequestParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, sc, err := s.sessionServer(p.SessionID, p.Server)
+	sess, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -728,12 +764,12 @@ func (s *Server) serversReconnect(ctx context.Context, params json.RawMessage) (
 	return result{value: protocol.ReconnectResult{State: protocol.StateReady}}, nil
 }
 
-func (s *Server) serversStatus(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) serversStatus(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
@@ -779,9 +815,12 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 		st.ConfigErrors = problemsOf(sc.cfg.Problems)
 	}
 	st.SkippedStdoutLines, st.FirstSkippedStdoutLine = sc.skipped, sc.firstSkipped
+	st.Instructions = sc.instructions
+	st.ExcludedTools = sc.excluded
 	if sc.conn != nil {
 		st.PID = sc.conn.PID()
 		st.ProtocolVersion = sc.conn.ProtocolVersion()
+		st.Era = eraName(sc.conn.Era())
 		if caps := sc.conn.Capabilities(); len(caps) > 0 {
 			st.Capabilities = caps
 		}
@@ -789,6 +828,10 @@ func (sc *serverConn) status(launcher protocol.LauncherStatus) protocol.ServerSt
 	}
 	if !sc.startedAt.IsZero() {
 		st.StartedAt = sc.startedAt.UTC().Format(time.RFC3339Nano)
+	}
+	st.Stale = sc.isStaleLocked()
+	if run := sc.list.run; run != nil {
+		st.RefreshingSince = run.startedAt.UTC().Format(time.RFC3339Nano)
 	}
 	if sc.cfg.Transport() == config.TransportStdio {
 		st.Launcher = &launcher

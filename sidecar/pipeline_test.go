@@ -18,11 +18,12 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
-// Requests pipelined right behind session/open: a host
-// may send requests for a session before the open's reply arrives. Each
-// such request finds no session (-32001) or a whole one: never a session
+// Requests pipelined right behind session/open: a host may send requests
+// for a session before the open's reply arrives. Each such request waits
+// for the open and finds the whole session: never -32001, never a session
 // half filled (a nil server, a bogus -32010 for a configured server, an
-// internal error, or a data race that kills the process).
+// internal error, or a data race that kills the process); a session/close
+// among them closes it.
 
 const (
 	pipelineDisabled = 50
@@ -79,8 +80,11 @@ type pipelineReply struct {
 
 // pipelineRounds runs rounds rounds against the host end h. Each round is
 // one write holding session/open and, behind it, requests for the same
-// session; then the session is closed (again, if the pipelined close found
-// it not yet open).
+// session: in every other round the last of them is session/close. Every
+// request must find the session; until the close, they are answered as on
+// a session opened long ago (a disabled server's -32011 server_not_ready),
+// and once the close ended the session, -32011 session_closed. The close
+// must close it: afterwards nothing of the session is left.
 func pipelineRounds(t *testing.T, h *rawHost, rounds int) {
 	t.Helper()
 	if _, err := h.callRaw(protocol.MethodInitialize, map[string]any{
@@ -92,73 +96,86 @@ func pipelineRounds(t *testing.T, h *rawHost, rounds int) {
 	tally := map[string]int{}
 	for r := range rounds {
 		sid := fmt.Sprintf("p%d", r)
-		reqs := []struct {
+		closing := r%2 == 0
+		type pipelined struct {
 			method string
 			params map[string]any
-		}{
-			{protocol.MethodSessionOpen, map[string]any{"sessionId": sid, "startup": "eager"}},
-			{protocol.MethodToolsList, map[string]any{"sessionId": sid}},
-			{protocol.MethodToolsList, map[string]any{"sessionId": sid, "servers": []string{"d07", "live1"}}},
-			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "live0", "tool": "echo"}},
-			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "name": "mcp__live2__echo"}},
-			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "d13", "tool": "echo"}},
-			{protocol.MethodServersStatus, map[string]any{"sessionId": sid}},
-			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "live1"}},
-			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "d42"}},
-			{protocol.MethodSessionClose, map[string]any{"sessionId": sid}},
+			// disabled: the request names a disabled server, and is
+			// answered -32011 server_not_ready (unless the close came
+			// first).
+			disabled bool
+		}
+		reqs := []pipelined{
+			{protocol.MethodSessionOpen, map[string]any{"sessionId": sid, "startup": "eager"}, false},
+			{protocol.MethodToolsList, map[string]any{"sessionId": sid}, false},
+			{protocol.MethodToolsList, map[string]any{"sessionId": sid, "servers": []string{"d07", "live1"}}, false},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "live0", "tool": "echo"}, false},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "name": "mcp__live2__echo"}, false},
+			{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "d13", "tool": "echo"}, true},
+			{protocol.MethodServersStatus, map[string]any{"sessionId": sid}, false},
+			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "live1"}, false},
+			{protocol.MethodResourcesList, map[string]any{"sessionId": sid, "server": "d42"}, true},
+		}
+		if closing {
+			reqs = append(reqs, pipelined{protocol.MethodSessionClose, map[string]any{"sessionId": sid}, false})
 		}
 		var b strings.Builder
-		methods := map[int]string{}
+		sent := map[int]pipelined{}
 		for _, q := range reqs {
 			id++
-			methods[id] = q.method
+			sent[id] = q
 			b.WriteString(frame(id, q.method, q.params))
 		}
 		if _, err := h.w.Write([]byte(b.String())); err != nil {
-			t.Fatalf("round %d: writing the pipelined frames: %v (did the sidecar die?)", r, err)
+			t.Errorf("round %d: writing the pipelined frames: %v (did the sidecar die?)", r, err)
+			return
 		}
-		closeMissed := false
-		for len(methods) > 0 {
+		for len(sent) > 0 {
 			msg := h.read()
 			var m pipelineReply
 			if err := json.Unmarshal(msg, &m); err != nil {
-				t.Fatalf("round %d: frame %s: %v", r, msg, err)
+				t.Errorf("round %d: frame %s: %v", r, msg, err)
+				return
 			}
 			if m.ID == nil {
 				continue // a notification
 			}
-			method, ok := methods[*m.ID]
+			q, ok := sent[*m.ID]
 			if !ok {
-				t.Fatalf("round %d: reply to unknown id %d: %s", r, *m.ID, msg)
+				t.Errorf("round %d: reply to unknown id %d: %s", r, *m.ID, msg)
+				return
 			}
-			delete(methods, *m.ID)
+			delete(sent, *m.ID)
 			if m.Error == nil {
-				tally[method+" ok"]++
+				tally[q.method+" ok"]++
+				if q.disabled {
+					t.Errorf("round %d: %s %v succeeded on a disabled server", r, q.method, q.params)
+				}
 				continue
 			}
 			e := m.Error
-			tally[fmt.Sprintf("%s %d", method, e.Code)]++
+			tally[fmt.Sprintf("%s %d %s", q.method, e.Code, e.Data.Kind)]++
 			switch {
-			case method == protocol.MethodSessionOpen:
-				t.Fatalf("round %d: session/open failed: %d %s", r, e.Code, e.Message)
-			case e.Code == protocol.CodeUnknownSession:
-				// Handled before the open published the session, or after
-				// the close: the session is not there, which is fine.
-				if method == protocol.MethodSessionClose {
-					closeMissed = true
-				}
-			case e.Code == protocol.CodeRequestCancelled:
-				// The host cancelled nothing: a startup the pipelined
-				// close ended is -32011 session_closed.
-				t.Fatalf("round %d: %s answered -32800 though nothing was cancelled: %s", r, method, e.Message)
-			case e.Code == protocol.CodeUnknownServer, e.Code == protocol.CodeInternalError, e.Data.Kind == protocol.KindInternal:
-				t.Fatalf("round %d: %s on a whole session must not fail with %d (%s): %s", r, method, e.Code, e.Data.Kind, e.Message)
+			case e.Code == protocol.CodeServerNotReady && e.Data.Kind == protocol.KindSessionClosed && closing && q.method != protocol.MethodSessionClose:
+				// The pipelined close ended the session first.
+			case e.Code == protocol.CodeServerNotReady && e.Data.Kind == protocol.KindServerNotReady && q.disabled:
+			default:
+				t.Errorf("round %d (close pipelined: %v): %s %v answered %d %s: %s", r, closing, q.method, q.params, e.Code, e.Data.Kind, e.Message)
 			}
 		}
-		if closeMissed {
+		if !closing {
 			if _, err := h.callRaw(protocol.MethodSessionClose, map[string]any{"sessionId": sid}); err != nil {
-				t.Fatalf("round %d: closing the session: %+v", r, err)
+				t.Errorf("round %d: closing the session: %+v", r, err)
 			}
+		}
+		// Nothing of the session is left for a later request to find.
+		if _, err := h.callRaw(protocol.MethodServersStatus, map[string]any{"sessionId": sid}); err == nil || err.Kind != protocol.KindUnknownSession {
+			t.Errorf("round %d: servers/status after the close: %+v, want unknown_session (the session stayed open)", r, err)
+		}
+		if t.Failed() {
+			// The caller ends the sidecar (and a session it kept) before
+			// the cleanups stop the servers.
+			break
 		}
 	}
 	t.Logf("%d rounds: %v", rounds, tally)
@@ -179,7 +196,7 @@ func (h *rawHost) callRaw(method string, params any) (json.RawMessage, *protocol
 // detector sees every access on the path.
 func TestPipelinedBehindSessionOpenInProcess(t *testing.T) {
 	t.Parallel()
-	pipelineRounds(t, newRawHost(t), pipelineRoundsN)
+	pipelineRounds(t, newRawHost(t), pipelineRoundsN())
 }
 
 // TestPipelinedBehindSessionOpenProcess: against a real sidecar process,
@@ -188,14 +205,18 @@ func TestPipelinedBehindSessionOpenProcess(t *testing.T) {
 	t.Parallel()
 	p := startSidecarProcess(t)
 	h := newRawHostOn(t, p.stdout, p.stdin)
-	pipelineRounds(t, h, pipelineRoundsN)
+	pipelineRounds(t, h, pipelineRoundsN())
 	p.stdin.Close()
 	if code := p.wait(t); code != 1 {
 		t.Errorf("sidecar exit status %d after EOF without shutdown, want 1", code)
 	}
 }
 
-const pipelineRoundsN = 2000
+// pipelineRoundsN is the number of rounds each pipelined test runs: a few
+// dozen catch what the pipelined requests got wrong (a close that missed
+// the session did so in a third of the rounds); the long run, for races
+// that are rarer, is asked for with MCP_SIDECAR_SOAK=1 (soak_test.go).
+func pipelineRoundsN() int { return soakOr(40, 2000) }
 
 // TestSessionOpenPanicLeavesNothingBehind: a session/open that fails after
 // its startup round was prepared (here a panic, which the sidecar answers

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 )
 
 // maxOvertakenListings bounds how often one refresh lists again because a
-// notification overtook it; past that the catalog stays marked stale and
-// the next discovery tries again.
+// notification overtook it; past that the last listing is served, marked
+// stale, and the cooldown holds the next refresh back.
 const maxOvertakenListings = 5
 
 // listState is the tools/list_changed bookkeeping of one server connection
@@ -21,9 +22,40 @@ type listState struct {
 	// listed is the value of changes when the catalog in use was listed.
 	changes, listed uint64
 	failedAt        time.Time // last failed refresh, for the cooldown
-	refreshing      chan struct{}
-	bgPending       bool
+	// run is the refresh in flight, nil when none; runs counts the
+	// refreshes started.
+	run  *refreshRun
+	runs uint64
+	// stuck is set when the last refresh got no answer within its bound,
+	// and cleared by a listing that completes: meanwhile a request serves
+	// the catalog stale at once instead of waiting for the next refresh.
+	stuck     bool
+	bgPending bool
+	// invalidating is set while a goroutine removes the scope's disk
+	// entry for the latest notification (invalidateDiskLatest): a burst of
+	// notifications costs one such goroutine, not one each.
+	invalidating bool
 }
+
+// refreshRun is one refresh of a server's catalog: a listing, listed again
+// when a notification overtakes it, bounded as a whole by the server's
+// startup_timeout_sec (the time it is given to list its tools). It runs on
+// a goroutine of its own that the session owns; requests only wait for it,
+// so one that stops waiting (the host cancelled it, its timeoutMs passed)
+// leaves the refresh to the others.
+type refreshRun struct {
+	seq       uint64 // listState.runs when it started
+	began     uint64 // listState.changes when it started
+	reason    string
+	conn      *mcpclient.Conn // the connection it lists
+	startedAt time.Time
+	done      chan struct{}
+	err       error // set before done closes
+}
+
+// errRefreshTimeout ends a refresh whose server did not answer within its
+// startup_timeout_sec.
+var errRefreshTimeout = errors.New("startup_timeout_sec elapsed")
 
 func (sc *serverConn) isStale() bool {
 	sc.mu.Lock()
@@ -54,22 +86,41 @@ func (sc *serverConn) onToolListChanged() {
 	}
 	sc.mu.Lock()
 	sc.list.changes++
-	notification := sc.list.changes
 	// During startup it only counts: the startup lists again if its
 	// listing was overtaken, and a catalog still stale when the server
 	// becomes ready is refreshed then.
 	start := sc.claimRefresherLocked()
+	invalidate := !sc.list.invalidating
+	sc.list.invalidating = true
 	sc.mu.Unlock()
 	// Any shared startup listing of this scope is now outdated.
 	sc.sess.env.shared.Invalidate(sc.scopeKey)
 	// The disk is not touched on this goroutine (a write in progress
 	// holds cacheMu), unless the session is closing: then nothing else
 	// would remove the entry.
-	if !sc.sess.track(func() { sc.invalidateDisk(notification) }) {
-		sc.invalidateDisk(notification)
+	if invalidate && !sc.sess.track(sc.invalidateDiskLatest) {
+		sc.invalidateDiskLatest()
 	}
 	if start {
 		sc.startRefresher()
+	}
+}
+
+// invalidateDiskLatest removes the disk entry for the latest notification,
+// again while notifications keep coming: one goroutine serves a burst.
+func (sc *serverConn) invalidateDiskLatest() {
+	for {
+		sc.mu.Lock()
+		n := sc.list.changes
+		sc.mu.Unlock()
+		sc.invalidateDisk(n)
+		sc.mu.Lock()
+		if sc.list.changes == n {
+			sc.list.invalidating = false
+			sc.mu.Unlock()
+			return
+		}
+		sc.mu.Unlock()
 	}
 }
 
@@ -112,7 +163,7 @@ func (sc *serverConn) backgroundRefresh() {
 	}
 	for {
 		sc.waitQuiet(ctx)
-		sc.refreshIfStale(ctx)
+		sc.sess.catchUp(ctx, []*serverConn{sc}, true)
 		sc.mu.Lock()
 		if ctx.Err() != nil || sc.coolingLocked() || !sc.isStaleLocked() {
 			sc.list.bgPending = false
@@ -143,71 +194,153 @@ func (sc *serverConn) waitQuiet(ctx context.Context) {
 	}
 }
 
-// wantsRefresh reports a catalog that is stale and not cooling down after
-// a failed refresh.
-func (sc *serverConn) wantsRefresh() bool {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return sc.isStaleLocked() && !sc.coolingLocked()
-}
-
 // coolingLocked reports a failed refresh whose cooldown still runs.
 func (sc *serverConn) coolingLocked() bool {
 	return sc.sess.srv.now().Sub(sc.list.failedAt) < sc.sess.env.cooldown
 }
 
-// refreshIfStale refreshes a catalog marked stale by a notification, unless
-// a failed refresh is cooling down (then the previous catalog is served,
-// marked stale).
-func (sc *serverConn) refreshIfStale(ctx context.Context) {
-	sc.mu.Lock()
-	stale := sc.isStaleLocked()
-	cooling := sc.coolingLocked()
-	conn := sc.conn
-	sc.mu.Unlock()
-	if !stale || cooling || conn == nil {
-		return
-	}
-	_ = sc.refresh(ctx, conn, protocol.ReasonListChanged) // failures are reported inside
-}
-
-// refresh lists the server's tools again and swaps the catalog in one step.
-// Concurrent refreshes coalesce: a list_changed refresh that finds the
-// catalog current after waiting for another one does nothing. A listing
-// overtaken by a notification is discarded and retried, so a catalog is
-// never assembled from pages of two versions.
-func (sc *serverConn) refresh(ctx context.Context, conn *mcpclient.Conn, reason string) error {
-	for {
+// catchUp brings the catalogs of scs up to the notifications each had
+// counted when catchUp was called, refreshing them at once (a request does
+// not wait for the background's pause) and in parallel. For each it waits
+// for at most two refreshes: the one in flight, when it began before those
+// notifications, and one after it; notifications that come meanwhile are
+// the next caller's, so a storm of them cannot keep a request waiting. It
+// does not wait where a failed refresh cools down (the previous catalog is
+// served, stale), nor, unless background, where the server did not answer
+// its last refresh within its bound (stuck: a refresh is started, and the
+// previous catalog served stale meanwhile). Each refresh is bounded by the
+// server's startup_timeout_sec; ctx bounds the waiting only.
+func (sess *Session) catchUp(ctx context.Context, scs []*serverConn, background bool) {
+	seen := make([]uint64, len(scs))
+	mine := make([]*refreshRun, len(scs)) // the refreshes this call started
+	for i, sc := range scs {
 		sc.mu.Lock()
-		if ch := sc.list.refreshing; ch != nil {
-			sc.mu.Unlock()
-			if f := sc.sess.srv.hook().refreshJoined; f != nil {
-				f(sc.sess.id, sc.name)
+		seen[i] = sc.list.changes
+		sc.mu.Unlock()
+		// Every refresh starts before any is waited for.
+		if run, started := sc.nextRun(seen[i], background); started {
+			mine[i] = run
+		}
+	}
+	for i, sc := range scs {
+		for {
+			run, started := sc.nextRun(seen[i], background)
+			if run == nil {
+				break
+			}
+			if f := sess.srv.hook().refreshJoined; f != nil && !started && run != mine[i] {
+				f(sess.id, sc.name)
 			}
 			select {
-			case <-ch:
-				// A list_changed refresh is answered by the one it waited
-				// for: by its catalog, or, if it failed, by the previous
-				// catalog marked stale while the cooldown it started runs.
-				// It lists again only for a notification that came after
-				// (an explicit refresh always lists).
-				if reason == protocol.ReasonListChanged && !sc.wantsRefresh() {
-					return nil
-				}
-				continue
+			case <-run.done:
 			case <-ctx.Done():
-				return cancelledError()
+				return
+			}
+			if run.began >= seen[i] {
+				break // the refresh that answers this caller's notifications
 			}
 		}
-		ch := make(chan struct{})
-		sc.list.refreshing = ch
+	}
+}
+
+// nextRun returns the refresh a caller that saw seen notifications must
+// wait for, starting one if none runs (started); nil when it need not wait
+// (see catchUp), though it may have started one.
+func (sc *serverConn) nextRun(seen uint64, background bool) (run *refreshRun, started bool) {
+	sc.mu.Lock()
+	if !sc.isStaleLocked() || sc.list.listed >= seen || sc.coolingLocked() || sc.conn == nil {
 		sc.mu.Unlock()
-		err := sc.listAndSwap(ctx, conn, reason)
+		return nil, false
+	}
+	run = sc.list.run
+	if run == nil {
+		run, started = sc.startRunLocked(protocol.ReasonListChanged), true
+	}
+	wait := background || !sc.list.stuck
+	sc.mu.Unlock()
+	if started {
+		sc.launch(run)
+	}
+	if !wait {
+		return nil, started
+	}
+	return run, started
+}
+
+// startRunLocked records a new refresh of sc's connection as the one in
+// flight; the caller launches it once sc.mu is released.
+func (sc *serverConn) startRunLocked(reason string) *refreshRun {
+	sc.list.runs++
+	run := &refreshRun{seq: sc.list.runs, began: sc.list.changes, reason: reason, conn: sc.conn, startedAt: sc.sess.srv.now(), done: make(chan struct{})}
+	sc.list.run = run
+	return run
+}
+
+// launch runs a refresh startRunLocked recorded, on a goroutine the
+// session owns (its close waits for it; it ends the listing).
+func (sc *serverConn) launch(run *refreshRun) {
+	switch {
+	case run.conn == nil:
+		sc.endRun(run, protocol.NewError(protocol.CodeConnectionLost, protocol.KindConnectionLost,
+			fmt.Sprintf("server %q: not connected, nothing to refresh", sc.name)).WithServer(sc.name, "").Retry())
+	case !sc.sess.track(func() { sc.runRefresh(run) }):
+		sc.endRun(run, sc.sessionClosedError())
+	}
+}
+
+// runRefresh lists the server's tools again within its
+// startup_timeout_sec and swaps the catalog in one step.
+func (sc *serverConn) runRefresh(run *refreshRun) {
+	ctx, cancel := context.WithCancelCause(sc.sess.ctx)
+	defer cancel(nil)
+	expire := func() { cancel(errRefreshTimeout) }
+	timer := time.AfterFunc(sc.cfg.StartupTimeout(), expire)
+	defer timer.Stop()
+	if f := sc.sess.srv.hook().refreshStarted; f != nil {
+		f(sc.sess.id, sc.name, expire)
+	}
+	sc.endRun(run, sc.listAndSwap(ctx, run.conn, run.reason))
+}
+
+// endRun records the end of a refresh and wakes its waiters.
+func (sc *serverConn) endRun(run *refreshRun, err error) {
+	sc.mu.Lock()
+	run.err = err
+	if sc.list.run == run {
+		sc.list.run = nil
+	}
+	sc.mu.Unlock()
+	close(run.done)
+}
+
+// refresh lists the server's tools again for servers/refresh: always from
+// the server, in a refresh that starts after the request (one another
+// servers/refresh started meanwhile answers it too), and answers with its
+// outcome. A refresh in flight since before is waited for first: one
+// listing at a time.
+func (sc *serverConn) refresh(ctx context.Context) error {
+	sc.mu.Lock()
+	after := sc.list.runs
+	for {
+		run, started := sc.list.run, false
+		if run == nil {
+			run, started = sc.startRunLocked(protocol.ReasonRefresh), true
+		}
+		sc.mu.Unlock()
+		if started {
+			sc.launch(run)
+		} else if f := sc.sess.srv.hook().refreshJoined; f != nil {
+			f(sc.sess.id, sc.name)
+		}
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+			return cancelledError()
+		}
+		if run.seq > after && run.reason == protocol.ReasonRefresh {
+			return run.err
+		}
 		sc.mu.Lock()
-		sc.list.refreshing = nil
-		sc.mu.Unlock()
-		close(ch)
-		return err
 	}
 }
 
@@ -216,16 +349,18 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		sc.mu.Lock()
 		gen := sc.list.changes
 		sc.mu.Unlock()
-		items, tools, err := sc.listTools(ctx, conn, false)
+		listedAt := sc.sess.srv.now()
+		listing, tools, err := sc.listTools(ctx, conn, false)
 		if err != nil {
-			if ctx.Err() != nil {
-				return cancelledError()
-			}
 			if sc.sess.closing() {
 				// The close ended the listing, not the server.
 				return sc.sessionClosedError()
 			}
-			msg := sc.listingFailed(err)
+			stuck := errors.Is(context.Cause(ctx), errRefreshTimeout)
+			if stuck {
+				err = fmt.Errorf("server %q did not answer tools/list within startup_timeout_sec (%s)", sc.name, formatSeconds(sc.cfg.StartupTimeout()))
+			}
+			msg := sc.listingFailed(err, stuck)
 			return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, msg).WithServer(sc.name, "").Retry()
 		}
 		sc.mu.Lock()
@@ -245,9 +380,23 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		changed := !sameTools(sc.tools, tools)
 		sc.setTools(tools)
 		sc.catalogSrc = protocol.CatalogLive
+		sc.hints, sc.listedAt = listing.Hints, listedAt
 		sc.list.listed = gen
 		sc.list.failedAt = time.Time{}
+		sc.list.stuck = false
+		if overtaken {
+			// The server changes faster than it can be listed (a storm of
+			// notifications): the last listing is served, stale, and the
+			// cooldown holds further refreshes back, as after a failure,
+			// so that requests do not list over and over meanwhile.
+			sc.list.failedAt = sc.sess.srv.now()
+		}
 		sc.mu.Unlock()
+		if overtaken {
+			sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf(
+				"the catalog of server %q changed during each of %d listings (notifications/tools/list_changed): the last listing is served, marked stale, and listed again after %s",
+				sc.name, maxOvertakenListings+1, formatSeconds(sc.sess.env.cooldown)))
+		}
 		// The disk cache and any shared startup listing of this scope
 		// must not publish tools from before this refresh.
 		sc.sess.env.shared.Invalidate(sc.scopeKey)
@@ -256,8 +405,7 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 		// A listing overtaken too often is served, marked stale, but not
 		// cached.
 		if !overtaken {
-			listedAt := time.Now()
-			sc.sess.track(func() { sc.storeCacheAt(conn, items, gen, listedAt) })
+			sc.sess.track(func() { sc.storeCacheAt(conn, listing, gen, listedAt) })
 		}
 		if changed {
 			sc.sess.rebuildCatalog()
@@ -271,8 +419,9 @@ func (sc *serverConn) listAndSwap(ctx context.Context, conn *mcpclient.Conn, rea
 // stale: a refresh, or a startup's listing again after a notification
 // overtook its first. The disk entry goes if a notification outdated it
 // (its own removal may not have run yet), the cooldown starts, and the
-// failure is servers/status's lastError until the next startup.
-func (sc *serverConn) listingFailed(err error) string {
+// failure is servers/status's lastError until the next startup. stuck
+// records a server that did not answer within the refresh's bound.
+func (sc *serverConn) listingFailed(err error, stuck bool) string {
 	sc.mu.Lock()
 	notification := sc.list.changes
 	sc.mu.Unlock()
@@ -280,6 +429,7 @@ func (sc *serverConn) listingFailed(err error) string {
 	msg := sc.secrets().String(fmt.Sprintf("refreshing the catalog of server %q failed (previous catalog kept): %v", sc.name, err))
 	sc.mu.Lock()
 	sc.list.failedAt = sc.sess.srv.now()
+	sc.list.stuck = stuck
 	sc.lastErr = msg
 	sc.mu.Unlock()
 	sc.sess.srv.logServer(sc.sess.id, sc.name, "error", msg)

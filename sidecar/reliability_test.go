@@ -565,15 +565,18 @@ func TestCacheFilesPrivateAndSecretFree(t *testing.T) {
 	}
 }
 
-// TestConcurrentStartsBounded configures 100 servers with
-// maxConcurrentStarts 8. Each server is started through sh, which appends
-// "start <pid>" to a shared log and execs the fixture, which appends
-// "initialize <pid>" to the same log when initialize arrives. Both lines
-// fall inside the startup slot (taken before the spawn, given back after
-// the initialize answer), so replaying the log never shows more than 8
-// servers between the two.
+// TestConcurrentStartsBounded configures 24 servers with
+// maxConcurrentStarts 4 (100 with 8 when MCP_SIDECAR_SOAK=1 asks for the
+// long run). Each server is started through sh, which appends "start
+// <pid>" to a shared log and execs the fixture, which appends "initialize
+// <pid>" to the same log when initialize arrives. Both lines fall inside
+// the startup slot (taken before the spawn, given back after the
+// initialize answer), so replaying the log never shows more than the limit
+// of servers between the two. Waiting for a slot counts against a
+// server's startup_timeout_sec, which is generous here: a loaded machine
+// may take long to start them all.
 func TestConcurrentStartsBounded(t *testing.T) {
-	const servers, limit = 100, 8
+	servers, limit := soakOr(24, 100), soakOr(4, 8)
 	log := tempFile(t, "starts")
 	cfgs := make(map[string]*config.ServerConfig, servers)
 	for i := range servers {
@@ -581,6 +584,7 @@ func TestConcurrentStartsBounded(t *testing.T) {
 		cfg := fixture.Config(name, fixture.Spec{InitCountFile: log, StartDelayMs: 50, Tools: []fixture.ToolSpec{tool("echo", "echo")}})
 		cfg.Args = append([]string{"-c", `echo "start $$" >> "$0"; exec "$@"`, log, cfg.Command}, cfg.Args...)
 		cfg.Command = "sh"
+		cfg.StartupTimeoutSec = seconds(120)
 		cfgs[name] = cfg
 	}
 	h := newHarness(t)

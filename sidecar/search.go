@@ -18,9 +18,9 @@ import (
 // tools/list it answers from a current catalog: startups in flight are
 // waited for and stale catalogs refreshed first; dormant servers are
 // searched in their cached catalog without being started.
-func (s *Server) toolsSearch(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsSearch(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ToolsSearchParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if strings.TrimSpace(p.Query) == "" {
@@ -31,11 +31,11 @@ func (s *Server) toolsSearch(ctx context.Context, params json.RawMessage) (resul
 	var limit struct {
 		Limit json.RawMessage `json:"limit"`
 	}
-	_ = json.Unmarshal(params, &limit) // decodeParams accepted these params
+	_ = json.Unmarshal(rq.params, &limit) // decodeParams accepted these params
 	if p.Limit < 1 && len(limit.Limit) > 0 && string(limit.Limit) != "null" {
 		return result{}, invalidParams(fmt.Sprintf("limit must be at least 1, got %d (leave it out for %d results)", p.Limit, search.DefaultLimit))
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
@@ -83,9 +83,9 @@ type toolsGetWire struct {
 // tools/search (or listed with schemas: false), in the order asked. Names
 // the catalog does not have are returned in missing, not as an error: one
 // stale name must not cost the model the others.
-func (s *Server) toolsGet(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsGet(ctx context.Context, rq *request) (result, error) {
 	var p protocol.ToolsGetParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	if p.Names == nil {
@@ -95,11 +95,11 @@ func (s *Server) toolsGet(ctx context.Context, params json.RawMessage) (result, 
 	var nulls struct {
 		Names []*string `json:"names"`
 	}
-	_ = json.Unmarshal(params, &nulls) // decodeParams accepted these params
+	_ = json.Unmarshal(rq.params, &nulls) // decodeParams accepted these params
 	if i := slices.Index(nulls.Names, nil); i >= 0 {
 		return result{}, invalidParams(fmt.Sprintf("names[%d] is null: names are strings (qualified tool names)", i))
 	}
-	sess, err := s.session(p.SessionID)
+	sess, err := s.session(ctx, rq.session, p.SessionID)
 	if err != nil {
 		return result{}, err
 	}
@@ -145,9 +145,7 @@ func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
 	if err := waitStarting(ctx, scs); err != nil {
 		return callerError(ctx, err)
 	}
-	for _, sc := range scs {
-		sc.refreshIfStale(ctx)
-	}
+	sess.catchUp(ctx, scs, false)
 	if sess.closing() {
 		// The close emptied the catalog meanwhile: no listing of it is
 		// right.

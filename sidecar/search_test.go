@@ -205,7 +205,7 @@ func TestToolsSearchFollowsListChanged(t *testing.T) {
 // process, which does not have it, and the index follows again.
 func TestToolsSearchFollowsRefreshAndReconnect(t *testing.T) {
 	h := newHarness(t)
-	h.initialize(searchServers(), nil) // mcp_tool_list_changed off: only refresh sees the new tool
+	h.initialize(searchServers(), listChangedOff) // only refresh sees the new tool
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	h.waitComplete(sid, 0)
 	h.mustSearch(sid, "zebra") // builds the index

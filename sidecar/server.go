@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
@@ -84,11 +85,11 @@ type Server struct {
 	nextSession  int
 	logLimiter   *logLimiter
 
-	// opening holds the ids reserved by session/open calls in progress;
-	// sessionsEnded is set once every session was closed for good
+	// opening holds the session/open calls in progress by the id each
+	// reserved; sessionsEnded is set once every session was closed for good
 	// (shutdown, or the host went away): no session opens after it.
 	// Guarded by mu.
-	opening       map[string]bool
+	opening       map[string]*openingSession
 	sessionsEnded bool
 
 	// work tracks request goroutines, so that Serve returns only after
@@ -120,6 +121,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 		// although the host was told otherwise, or one the host must
 		// configure again; an answer the host can rely on is simpler.
 		Uncancellable: []string{protocol.MethodInitialize},
+		// A large result's memory goes back to the OS once it was
+		// relayed, rather than staying with the process for minutes.
+		ReleaseMemoryAbove: releaseMemoryAbove,
 	})
 	served := make(chan struct{})
 	go func() {
@@ -143,6 +147,9 @@ func newServer(ctx context.Context, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Records that carry what a host or a server sent are rate-limited
+	// here, for every layer below (see internal/peerlog).
+	opts.Logger = peerlog.Limit(opts.Logger)
 	if opts.Env == nil {
 		opts.Env = func(string) (string, bool) { return "", false }
 	}
@@ -177,9 +184,16 @@ func (s *Server) stop() {
 		s.work.Wait()
 		close(done)
 	}()
+	// A reply may be queued behind others when its goroutine ends: the
+	// connection's flush waits for it, within the same grace.
+	end := time.Now().Add(replyGrace)
+	written := false
 	select {
 	case <-done:
+		written = s.conn.Flush(time.Until(end))
 	case <-time.After(replyGrace):
+	}
+	if !written {
 		s.logger.Warn("replies still unwritten at exit: the host stopped reading", "grace", replyGrace)
 	}
 	// Launcher probes run on s.ctx, cancelled above; wait for them to end.
@@ -192,6 +206,10 @@ func (s *Server) stop() {
 
 // replyGrace bounds how long stop waits for the last replies.
 const replyGrace = 5 * time.Second
+
+// releaseMemoryAbove is the size of a message to or from the host after
+// which the sidecar returns free memory to the OS (protocol.ConnOptions).
+const releaseMemoryAbove = 8 << 20
 
 // writeOnly hides the Close of a writer.
 type writeOnly struct{ w io.Writer }
@@ -227,6 +245,21 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 		s.handleNotification(req)
 		return
 	}
+	// The session a request names is looked up here, in the order the
+	// host sent its requests, not in the order their goroutines run; so is
+	// the id a session/open reserves (session.go, sessionRef).
+	var rq *request
+	if req.Method != protocol.MethodToolsCall { // the hot path allocates none unless it must wait
+		rq = &request{params: req.Params}
+	}
+	var sessionID string
+	named := false
+	switch req.Method {
+	case protocol.MethodInitialize, protocol.MethodShutdown, protocol.MethodToolsCall:
+		// No session, or found by sendToolCall.
+	default:
+		sessionID, named = sessionIDOf(req.Params)
+	}
 	s.mu.Lock()
 	if s.exited {
 		s.mu.Unlock()
@@ -245,14 +278,15 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 		s.replyError(req.ID, protocol.NewError(protocol.CodeServerNotInitialized, protocol.KindNotInitialized,
 			fmt.Sprintf("%s before initialize: send initialize first", req.Method)))
 		return
-	case req.Method == protocol.MethodShutdown:
-		// Recorded in the read loop, so an exit that follows at once sees it.
-		s.shutdown = true
 	case s.shutdown:
+		// A second shutdown too: LSP refuses every request after the first.
 		s.mu.Unlock()
 		s.replyError(req.ID, protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
 			fmt.Sprintf("%s after shutdown", req.Method)))
 		return
+	case req.Method == protocol.MethodShutdown:
+		// Recorded in the read loop, so an exit that follows at once sees it.
+		s.shutdown = true
 	}
 	var handler handlerFunc
 	if req.Method != protocol.MethodToolsCall { // the hot path needs no handler value
@@ -263,19 +297,29 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 				fmt.Sprintf("unknown method %q", req.Method)))
 			return
 		}
+		switch {
+		case req.Method == protocol.MethodSessionOpen:
+			if named {
+				rq.open = s.reserveSessionLocked(sessionID)
+			}
+		case named:
+			rq.session = s.sessionRefLocked(sessionID)
+		}
 	}
 	s.work.Add(1)
 	s.mu.Unlock()
 	if req.Method == protocol.MethodToolsCall {
-		if s.sendToolCall(ctx, req) {
+		var ref sessionRef
+		if s.sendToolCall(ctx, req, &ref) {
 			return // sent without a goroutine of its own (toolcall.go)
 		}
+		rq = &request{params: req.Params, session: ref}
 		handler = s.toolsCall
 	}
 
 	go func() {
 		defer s.work.Done()
-		res, err := s.invoke(ctx, req.Method, handler, req.Params)
+		res, err := s.invoke(ctx, req.Method, handler, rq)
 		// A request the host cancelled was answered -32800 already: the
 		// connection drops this answer. Its after-work (e.g. a startup
 		// round) still runs, since the state it completes was set up.
@@ -292,14 +336,15 @@ func (s *Server) Handle(ctx context.Context, req *protocol.Request) {
 
 // invoke runs a handler, turning a panic into an internal error: host input
 // must never take the process down.
-func (s *Server) invoke(ctx context.Context, method string, h handlerFunc, params json.RawMessage) (res result, err error) {
+func (s *Server) invoke(ctx context.Context, method string, h handlerFunc, rq *request) (res result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("handler panic", "method", method, "panic", r, "stack", string(debug.Stack()))
 			err = protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("internal error in %s: %v", method, r))
 		}
 	}()
-	return h(ctx, params)
+	defer rq.open.abandon(s) // a session/open that did not publish frees its id
+	return h(ctx, rq)
 }
 
 func (s *Server) handleNotification(req *protocol.Request) {
@@ -316,7 +361,7 @@ func (s *Server) handleNotification(req *protocol.Request) {
 		s.mu.Unlock()
 		s.finish()
 	default:
-		s.logger.Debug("ignoring notification", "method", req.Method)
+		s.logger.Debug("ignoring notification", peerlog.String("method", req.Method))
 	}
 }
 
@@ -360,7 +405,19 @@ type result struct {
 	after func()
 }
 
-type handlerFunc func(ctx context.Context, params json.RawMessage) (result, error)
+type handlerFunc func(ctx context.Context, rq *request) (result, error)
+
+// request is a host request as its handler gets it: its params, and what
+// Handle looked up for it in the order the host sent its requests.
+type request struct {
+	params json.RawMessage
+	// session is the session the params' sessionId named when the request
+	// was read (every method but initialize, shutdown and session/open).
+	session sessionRef
+	// open is the id a session/open reserved when it was read; nil when
+	// its params have no readable sessionId (the handler reports them).
+	open *openReservation
+}
 
 // decodeParams decodes params into v, rejecting unknown shapes with -32602
 // (protocol.DecodeParams: integers may be written 2.0 or 5e3).

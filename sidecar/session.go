@@ -40,7 +40,7 @@ type Session struct {
 	closed  bool
 	catalog sessionCatalog
 
-	pending   int        // requests in flight, guarded by mu (admit)
+	pending   int        // requests in flight, guarded by mu (admit; serverConn.pending is each server's part)
 	startMu   sync.Mutex // serialises startLater
 	rebuildMu sync.Mutex // serialises rebuildCatalog
 	// qualified names the session's tools and remembers the names given,
@@ -60,6 +60,9 @@ type Session struct {
 	// teardowns tracks the teardowns of servers whose startup failed
 	// (mcpclient.Options.Background); close waits for them.
 	teardowns sync.WaitGroup
+	// outputs keeps the session's results cut to their limit, whole, until
+	// it closes (outputfiles.go).
+	outputs outputFiles
 }
 
 // sessionCatalog is the session's qualified view of all its servers' tools,
@@ -92,6 +95,11 @@ type startAttempt struct {
 	round int
 	done  chan struct{}
 	err   error // set before done closes
+	// ctx is the attempt's life: a newer startup of the server
+	// (servers/reconnect) cancels it with errStartupSuperseded at once, so
+	// that its process ends then, not at startup_timeout_sec.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	// initialized closes once conn has completed initialize, before the
 	// first tools/list: early resource discovery may use it from then on.
@@ -105,6 +113,11 @@ type startAttempt struct {
 	// overtook the startup's listing: the server becomes ready with that
 	// listing, stale, and this is its lastError.
 	listErr string
+	// hints and listedAt are the startup's listing's (learnt.go); kept is
+	// set when the startup listed nothing, its cached catalog being fresh.
+	hints    catalog.CacheHints
+	listedAt time.Time
+	kept     bool
 }
 
 // serverConn is one server in one session.
@@ -115,6 +128,10 @@ type serverConn struct {
 	// scopeKey is the discovery scope (docs/protocol.md, "Sessions, startup and
 	// the discovery scope").
 	scopeKey string
+
+	// pending counts the session's requests in flight to this server,
+	// guarded by Session.mu (admit).
+	pending int
 
 	mu    sync.Mutex
 	state string
@@ -149,6 +166,18 @@ type serverConn struct {
 	// not JSON-RPC; firstSkipped is the first of them.
 	skipped      int
 	firstSkipped string
+	// hints are the caching hints of the catalog in use (a live listing's
+	// over a connection of 2026-07-28, or the disk entry's), listedAt when
+	// it was listed (learnt.go).
+	hints    catalog.CacheHints
+	listedAt time.Time
+	// instructions are the server's instructions as the host gets them:
+	// the live connection's, or a dormant server's from its disk entry.
+	instructions string
+	// excluded are the tools the last listing left out; excludedSeen
+	// those reported in mcp/log already.
+	excluded     []protocol.ExcludedTool
+	excludedSeen []protocol.ExcludedTool
 
 	// cacheMu orders the disk cache writes and removals of this server:
 	// they run in the background, and neither an older listing nor one a
@@ -161,9 +190,9 @@ type serverConn struct {
 	cacheWritten time.Time
 }
 
-func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionOpenParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	env := s.environment()
@@ -193,12 +222,21 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 
 	// The session is built in full (every server with its state, eager
 	// startups already marked starting) before it is published: a request
-	// pipelined behind the open finds no session or a whole one, never one
-	// half filled. Its id is reserved meanwhile.
-	id, err := s.reserveSession(p.SessionID)
-	if err != nil {
-		return result{}, err
+	// pipelined behind the open waits for it (sessionRef) and then finds
+	// the whole session, never one half filled. Its id was reserved when
+	// the open was read (Handle); an open whose params Handle could not
+	// read has none, and reserves it now.
+	resv := rq.open
+	if resv == nil {
+		s.mu.Lock()
+		resv = s.reserveSessionLocked(p.SessionID)
+		s.mu.Unlock()
+		rq.open = resv
 	}
+	if resv.err != nil {
+		return result{}, resv.err
+	}
+	id := resv.id
 	sess := &Session{
 		id:      id,
 		srv:     s,
@@ -215,10 +253,8 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 	defer func() {
 		if !published {
 			// Failed or panicked before publishing: nobody else can reach
-			// this session, so it ends here and its id is free again.
-			s.mu.Lock()
-			delete(s.opening, id)
-			s.mu.Unlock()
+			// this session (the requests waiting for it find no session
+			// once invoke abandons the reservation), so it ends here.
 			sess.close()
 		}
 	}()
@@ -256,7 +292,7 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 		default:
 			eager = append(eager, name)
 		}
-		res.Servers = append(res.Servers, protocol.ServerState{Name: name, State: sc.state})
+		res.Servers = append(res.Servers, protocol.ServerState{Name: name, State: sc.state, Instructions: sc.instructions})
 	}
 	sess.rebuildCatalog()
 	// Round 0 always exists (its summary may be empty when every server
@@ -267,49 +303,150 @@ func (s *Server) sessionOpen(ctx context.Context, params json.RawMessage) (resul
 			res.Servers[i].State = protocol.StateStarting
 		}
 	}
-	if err := s.publishSession(sess); err != nil {
+	if err := s.publishSession(resv, sess); err != nil {
 		return result{}, err
 	}
 	published = true
 	return result{value: res, after: launch}, nil
 }
 
-// reserveSession reserves id (or a fresh one when id is empty) for a
-// session being opened.
-func (s *Server) reserveSession(id string) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// openingSession is a session/open in progress. Requests that name its id
+// wait for done, then use sess: the session it published, or nil when the
+// open failed (they then find no session, -32001).
+type openingSession struct {
+	done chan struct{}
+	sess *Session // set before done closes
+}
+
+// openReservation is the id a session/open reserved when Handle read it,
+// or why it could not (err: the id is open or being opened).
+type openReservation struct {
+	id      string
+	opening *openingSession // nil with err
+	err     error
+	ended   bool // published or abandoned; guarded by Server.mu
+}
+
+// reserveSessionLocked reserves id (or a fresh one when id is empty) for
+// a session being opened. s.mu must be held.
+func (s *Server) reserveSessionLocked(id string) *openReservation {
 	if id == "" {
 		for {
 			s.nextSession++
 			id = "s" + strconv.Itoa(s.nextSession)
-			if s.sessions[id] == nil && !s.opening[id] {
+			if s.sessions[id] == nil && s.opening[id] == nil {
 				break
 			}
 		}
-	} else if s.sessions[id] != nil || s.opening[id] {
-		return "", protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))
+	} else if s.sessions[id] != nil || s.opening[id] != nil {
+		return &openReservation{id: id, err: protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("session %q is already open", id))}
 	}
 	if s.opening == nil {
-		s.opening = map[string]bool{}
+		s.opening = map[string]*openingSession{}
 	}
-	s.opening[id] = true
-	return id, nil
+	o := &openingSession{done: make(chan struct{})}
+	s.opening[id] = o
+	return &openReservation{id: id, opening: o}
 }
 
-// publishSession makes a complete session visible to requests, unless
-// every session was closed meanwhile (shutdown, or the host went away): a
-// session published after that would never be closed.
-func (s *Server) publishSession(sess *Session) error {
+// publishSession makes a complete session visible to requests, and hands
+// it to those that wait for it, unless every session was closed meanwhile
+// (shutdown, or the host went away): a session published after that would
+// never be closed.
+func (s *Server) publishSession(r *openReservation, sess *Session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.opening, sess.id)
 	if s.sessionsEnded {
 		return protocol.NewError(protocol.CodeInvalidRequest, protocol.KindInvalidRequest,
 			fmt.Sprintf("session %q not opened: the sidecar is shutting down", sess.id))
 	}
 	s.sessions[sess.id] = sess
+	r.opening.sess = sess
+	r.endLocked(s)
 	return nil
+}
+
+// abandon ends a reservation whose open did not publish a session: the id
+// is free again, and the requests waiting for it find no session. It does
+// nothing to a published or failed reservation, nor to a nil one.
+func (r *openReservation) abandon(s *Server) {
+	if r == nil || r.opening == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.endLocked(s)
+}
+
+func (r *openReservation) endLocked(s *Server) {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	delete(s.opening, r.id)
+	close(r.opening.done)
+}
+
+// sessionRef is the session a request's sessionId named when Handle read
+// the request: requests are ordered against session/open and
+// session/close as the host sent them, whatever order their goroutines run
+// in. A request behind a session/open waits for it; one ahead of a
+// session/close holds the session the close ends, and is answered -32011
+// session_closed, never -32001.
+type sessionRef struct {
+	id       string
+	resolved bool
+	sess     *Session        // open when the request was read
+	opening  *openingSession // being opened when the request was read
+}
+
+// sessionRefLocked looks id up. s.mu must be held.
+func (s *Server) sessionRefLocked(id string) sessionRef {
+	return sessionRef{id: id, resolved: true, sess: s.sessions[id], opening: s.opening[id]}
+}
+
+// sessionIDOf reads the sessionId member of a request's params; ok is
+// false for params it cannot read (the handler refuses them, -32602).
+func sessionIDOf(params json.RawMessage) (id string, ok bool) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if len(params) == 0 || string(params) == "null" {
+		return "", true
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return "", false
+	}
+	return p.SessionID, true
+}
+
+// session returns the session a request names (id, the sessionId of its
+// params, which ref looked up when the request was read), waiting for a
+// session/open in progress; -32001 when none is open, -32011
+// session_closed when a close ended it since the request was read.
+func (s *Server) session(ctx context.Context, ref sessionRef, id string) (*Session, error) {
+	if !ref.resolved || ref.id != id {
+		// Not looked up when read (params Handle could not read): now.
+		s.mu.Lock()
+		ref = s.sessionRefLocked(id)
+		s.mu.Unlock()
+	}
+	sess := ref.sess
+	if o := ref.opening; o != nil {
+		select {
+		case <-o.done:
+		case <-ctx.Done():
+			return nil, cancelledError()
+		}
+		sess = o.sess
+	}
+	if sess == nil {
+		return nil, unknownSession(id)
+	}
+	if sess.closing() {
+		return nil, sess.closedError()
+	}
+	return sess, nil
 }
 
 func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
@@ -319,16 +456,27 @@ func (sess *Session) fallbackCwd(cfg *config.ServerConfig) string {
 	return sess.cwd
 }
 
-func (s *Server) sessionClose(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) sessionClose(ctx context.Context, rq *request) (result, error) {
 	var p protocol.SessionParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
+		return result{}, err
+	}
+	sess, err := s.session(ctx, rq.session, p.SessionID)
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Data.Kind == protocol.KindSessionClosed {
+			// Another close (or shutdown) ended it first.
+			return result{}, unknownSession(p.SessionID)
+		}
 		return result{}, err
 	}
 	s.mu.Lock()
-	sess := s.sessions[p.SessionID]
-	delete(s.sessions, p.SessionID)
+	mine := s.sessions[sess.id] == sess
+	if mine {
+		delete(s.sessions, sess.id)
+	}
 	s.mu.Unlock()
-	if sess == nil {
+	if !mine {
 		return result{}, unknownSession(p.SessionID)
 	}
 	sess.close()
@@ -375,6 +523,9 @@ func (sess *Session) close() {
 	sess.watchers.Wait()
 	sess.teardowns.Wait()
 	sess.srv.logLimiter.forgetSession(sess.id)
+	if err := sess.outputs.close(); err != nil {
+		sess.srv.logger.Warn("results of the session not removed", "session", sess.id, "err", err)
+	}
 }
 
 // background runs a teardown of one of sc's processes that the session's
@@ -392,22 +543,62 @@ func (sc *serverConn) background(f func()) {
 	}()
 }
 
-// admit counts a request against the session's bound on requests in
-// flight, so that a host that floods one session (or a server that never
-// answers) cannot pile up goroutines without end. The caller must call the
-// returned release.
-func (sess *Session) admit() (release func(), err error) {
-	if err := sess.tryAdmit(); err != nil {
+// Admission bounds the requests a session has in flight, so that a host
+// that floods one session (or a server that never answers) cannot pile up
+// goroutines without end: limits.maxPendingPerSession in all, and, in a
+// session of several servers, one server's requests at most half of the
+// places its other servers leave free (ceil), so that a server that never
+// answers cannot take the places its session's other servers need: one
+// silent server holds at most half of them, a second a quarter, and so on.
+
+// admit counts a request to sc against the session's bounds. The caller
+// must call the returned release.
+func (sess *Session) admit(sc *serverConn) (release func(), err error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if err := sess.admitLocked(); err != nil {
 		return nil, err
 	}
-	return sess.release, nil
+	if err := sess.assignLocked(sc); err != nil {
+		sess.pending--
+		return nil, err
+	}
+	return func() { sess.release(sc) }, nil
 }
 
-// tryAdmit is admit for a caller that calls release itself (the tool call
-// path, which keeps the session rather than a closure).
+// tryAdmit counts a request whose server is not known yet (a tools/call
+// before binding) against the session's bound; assign then gives it to its
+// server. The caller calls release itself.
 func (sess *Session) tryAdmit() error {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	return sess.admitLocked()
+}
+
+// admitTo is admit for a caller that calls release(sc) itself (the tool
+// call path, which keeps the session rather than a closure).
+func (sess *Session) admitTo(sc *serverConn) error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if err := sess.admitLocked(); err != nil {
+		return err
+	}
+	if err := sess.assignLocked(sc); err != nil {
+		sess.pending--
+		return err
+	}
+	return nil
+}
+
+// assign gives a place tryAdmit took to sc, within sc's share; on an
+// error the place is still the caller's (release(nil)).
+func (sess *Session) assign(sc *serverConn) error {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.assignLocked(sc)
+}
+
+func (sess *Session) admitLocked() error {
 	if sess.pending >= sess.env.maxPending {
 		return protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
 			fmt.Sprintf("session %q has %d requests in flight (limits.maxPendingPerSession); try again when some finish", sess.id, sess.pending)).Retry()
@@ -416,10 +607,30 @@ func (sess *Session) tryAdmit() error {
 	return nil
 }
 
-// release gives back a place admit or tryAdmit took.
-func (sess *Session) release() {
+// assignLocked counts one of the session's places (already counted in
+// pending) against sc's share. sess.mu must be held.
+func (sess *Session) assignLocked(sc *serverConn) error {
+	if len(sess.names) > 1 {
+		others := sess.pending - 1 - sc.pending // places held for other servers (or not bound yet)
+		share := (sess.env.maxPending - others + 1) / 2
+		if sc.pending >= share {
+			return protocol.NewError(protocol.CodeTooManyRequests, protocol.KindTooManyRequests,
+				fmt.Sprintf("server %q has %d requests in flight in session %q, its share of limits.maxPendingPerSession (half the places the session's other servers leave free); try again when some finish",
+					sc.name, sc.pending, sess.id)).WithServer(sc.name, "").Retry()
+		}
+	}
+	sc.pending++
+	return nil
+}
+
+// release gives back a place admit, admitTo or tryAdmit took; sc is the
+// server it was given to (nil for one never assigned).
+func (sess *Session) release(sc *serverConn) {
 	sess.mu.Lock()
 	sess.pending--
+	if sc != nil {
+		sc.pending--
+	}
 	sess.mu.Unlock()
 }
 
@@ -464,10 +675,17 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 	for i, name := range names {
 		sc := sess.servers[name]
 		a := &startAttempt{round: r.n, done: make(chan struct{}), initialized: make(chan struct{})}
+		a.ctx, a.cancel = context.WithCancelCause(sess.ctx)
 		sc.mu.Lock()
+		old := sc.attempt
 		sc.state = protocol.StateStarting
 		sc.attempt = a
 		sc.mu.Unlock()
+		if old != nil {
+			// A startup still in flight is superseded: it ends now, and
+			// whoever waited for it follows this one (waitStarting, ready).
+			old.cancel(errStartupSuperseded)
+		}
 		r.attempts[i], r.scs[i] = a, sc
 	}
 	sess.mu.Lock()
@@ -589,8 +807,9 @@ func (sc *serverConn) supersededError() *protocol.Error {
 func (sc *serverConn) start(a *startAttempt) {
 	sess := sc.sess
 	timeout := sc.cfg.StartupTimeout()
-	ctx, cancel := context.WithCancelCause(sess.ctx)
+	ctx, cancel := context.WithCancelCause(a.ctx)
 	defer cancel(nil)
+	defer a.cancel(nil) // the connection, if any, lives on without it
 	budget := newStartBudget(ctx, sess.env.startSem, timeout, func() { cancel(errStartupTimeout) })
 	defer budget.stop()
 
@@ -600,6 +819,8 @@ func (sc *serverConn) start(a *startAttempt) {
 		switch {
 		case sess.ctx.Err() != nil:
 			err = sc.sessionClosedError()
+		case errors.Is(context.Cause(a.ctx), errStartupSuperseded):
+			err = sc.supersededError()
 		case isAuth:
 			err = authErr
 		case errors.Is(context.Cause(ctx), errStartupTimeout):
@@ -630,7 +851,10 @@ func (sc *serverConn) start(a *startAttempt) {
 	sc.finishStart(a, conn, tools, sc.scrubbed(err))
 }
 
-var errStartupTimeout = errors.New("startup_timeout_sec elapsed")
+var (
+	errStartupTimeout    = errors.New("startup_timeout_sec elapsed")
+	errStartupSuperseded = errors.New("a newer startup superseded this one")
+)
 
 func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
@@ -647,14 +871,30 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	opts.OAuth = sc.oauthHandler(budget)
 	opts.HTTPClient = oauthClient(opts.OAuth)
+	opts.Era = sc.eraHint()
+	if f := sc.sess.srv.hook().connecting; f != nil {
+		f(sc.sess.id, sc.name, opts)
+	}
 	conn, err := mcpclient.Connect(ctx, opts)
 	budget.release()
 	if err != nil {
 		return nil, nil, err
 	}
+	sc.sess.env.learnEra(sc.scopeKey, conn.Era(), true)
 	a.conn = conn
 	close(a.initialized)
-	items, tools, gen, current, err := sc.listAtStartup(ctx, a, conn)
+	// A cached catalog the server said is still fresh serves the new
+	// connection as it is: no listing (docs/protocol.md, "Disk cache and
+	// lazy startup").
+	sc.mu.Lock()
+	if a.kept = sc.freshCatalogLocked(); a.kept {
+		tools := sc.tools
+		sc.mu.Unlock()
+		sc.resubscribe(ctx, conn)
+		return conn, tools, nil
+	}
+	sc.mu.Unlock()
+	listing, tools, gen, current, err := sc.listAtStartup(ctx, a, conn)
 	if err != nil {
 		// The failure is reported now; the process ends after.
 		sc.background(func() { conn.Close() })
@@ -662,7 +902,7 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	}
 	sc.resubscribe(ctx, conn)
 	if current {
-		sc.storeCacheAt(conn, items, gen, time.Now())
+		sc.storeCacheAt(conn, listing, gen, a.listedAt)
 	}
 	return conn, tools, nil
 }
@@ -674,42 +914,46 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 // failed refresh (a.listErr says why). Notifications that came before the
 // listing began are reflected in it. A catalog still stale when the server
 // becomes ready is refreshed then (finishStart).
-func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *mcpclient.Conn) (items []json.RawMessage, tools []catalog.Tool, gen uint64, current bool, err error) {
+func (sc *serverConn) listAtStartup(ctx context.Context, a *startAttempt, conn *mcpclient.Conn) (listing catalog.Listing, tools []catalog.Tool, gen uint64, current bool, err error) {
 	for try := 0; ; try++ {
 		sc.mu.Lock()
 		began := sc.list.changes
 		sc.mu.Unlock()
 		// Only the first listing may be shared: the notification that
 		// overtook it invalidated the scope's shared listing.
+		listedAt := sc.sess.srv.now()
 		got, filtered, err := sc.listTools(ctx, conn, try == 0)
 		if err != nil {
 			if try == 0 || ctx.Err() != nil {
-				return nil, nil, 0, false, err
+				return catalog.Listing{}, nil, 0, false, err
 			}
-			a.listErr = sc.listingFailed(err)
-			return items, tools, gen, false, nil
+			a.listErr = sc.listingFailed(err, false)
+			return listing, tools, gen, false, nil
 		}
-		items, tools, gen = got, filtered, began
+		listing, tools, gen = got, filtered, began
+		a.hints, a.listedAt = got.Hints, listedAt
 		sc.mu.Lock()
 		sc.list.listed = gen
 		current = sc.list.changes == gen
 		sc.mu.Unlock()
 		if current || try == maxOvertakenListings {
-			return items, tools, gen, current, nil
+			return listing, tools, gen, current, nil
 		}
 	}
 }
 
 // storeCacheAt writes a live listing, made at listedAt when
-// listState.changes was gen, to the disk cache, unless the server opted out
-// of caching or a newer listing or a later notification was acted on
-// already. A failure is reported, never fatal.
-func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, items []json.RawMessage, gen uint64, listedAt time.Time) {
+// listState.changes was gen, to the disk cache with what conn learnt of
+// the server (its era and protocol version, its instructions), unless the
+// server opted out of caching or a newer listing or a later notification
+// was acted on already. A failure is reported, never fatal.
+func (sc *serverConn) storeCacheAt(conn *mcpclient.Conn, listing catalog.Listing, gen uint64, listedAt time.Time) {
 	disk := sc.sess.env.disk
 	if disk == nil || !cacheable(conn) {
 		return
 	}
-	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: items}
+	entry := &catalog.CacheEntry{Server: sc.name, ScopeKey: sc.scopeKey, ListedAt: listedAt, Tools: listing.Items, Hints: listing.Hints,
+		Era: string(conn.Era()), ProtocolVersion: conn.ProtocolVersion(), Instructions: sc.cutInstructions(conn.Instructions())}
 	sc.cacheMu.Lock()
 	defer sc.cacheMu.Unlock()
 	if gen < sc.cacheGen || gen == sc.cacheGen && listedAt.Before(sc.cacheWritten) {
@@ -748,26 +992,31 @@ func (sc *serverConn) invalidateDisk(notification uint64) {
 }
 
 // listTools fetches the whole catalog of conn; share lets overlapping
-// startups of one discovery scope use one listing.
-func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) ([]json.RawMessage, []catalog.Tool, error) {
-	list := func(ctx context.Context) ([]json.RawMessage, error) {
-		return catalog.Paginate(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
+// startups of one discovery scope use one listing (the scope is the key:
+// a listing, private or not, is never shared beyond it). The listing's
+// hints are those of conn's protocol (listingHints); tools with invalid
+// x-mcp-header declarations are left out and reported (noteExcluded).
+func (sc *serverConn) listTools(ctx context.Context, conn *mcpclient.Conn, share bool) (catalog.Listing, []catalog.Tool, error) {
+	list := func(ctx context.Context) (catalog.Listing, error) {
+		return catalog.PaginateListing(ctx, "tools", catalog.DefaultPageLimits(), conn.ListToolsPage)
 	}
-	var items []json.RawMessage
+	var listing catalog.Listing
 	var err error
 	if share && sc.sess.env.feature(FeatureShareStartupListing) && cacheable(conn) {
-		items, _, err = sc.sess.env.shared.List(ctx, sc.scopeKey, list)
+		listing, _, err = sc.sess.env.shared.ListWith(ctx, sc.scopeKey, list)
 	} else {
-		items, err = list(ctx)
+		listing, err = list(ctx)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing tools of server %q: %w", sc.name, err)
+		return catalog.Listing{}, nil, fmt.Errorf("listing tools of server %q: %w", sc.name, err)
 	}
-	all, err := catalog.ParseTools(sc.name, items)
+	listing.Hints = listingHints(conn, listing.Hints)
+	all, excluded, err := catalog.ParseCatalog(sc.name, listing.Items)
 	if err != nil {
-		return nil, nil, err
+		return catalog.Listing{}, nil, err
 	}
-	return items, sc.filter(all), nil
+	sc.noteExcluded(excluded, true)
+	return listing, sc.filter(all), nil
 }
 
 func (sc *serverConn) filter(all []catalog.Tool) []catalog.Tool {
@@ -820,7 +1069,12 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			changed = sc.catalogSrc == protocol.CatalogCached && !sameTools(sc.tools, tools)
 			sc.conn = conn
 			sc.setTools(tools)
+			if !a.kept {
+				sc.hints, sc.listedAt = a.hints, a.listedAt
+			}
+			sc.instructions = sc.cutInstructions(conn.Instructions())
 			sc.catalogSrc = protocol.CatalogLive
+			sc.list.stuck = false // a new connection listed
 			sc.lastErr = a.listErr
 			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
@@ -1106,23 +1360,29 @@ func (sess *Session) startLater(sc *serverConn) {
 	go launch()
 }
 
-// waitStarting waits until none of scs is starting (or ctx ends).
+// waitStarting waits until none of scs is starting (or ctx ends). A
+// startup that a newer one superseded (servers/reconnect) is followed by
+// the newer one: what its waiters wanted is the server, not that attempt.
 func waitStarting(ctx context.Context, scs []*serverConn) error {
 	for _, sc := range scs {
-		sc.mu.Lock()
-		a := sc.attempt
-		starting := sc.state == protocol.StateStarting
-		sc.mu.Unlock()
-		if !starting || a == nil {
-			continue
-		}
-		if f := sc.sess.srv.hook().startupWait; f != nil {
-			f(sc.sess.id, sc.name, false)
-		}
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return ctx.Err()
+		var waited *startAttempt
+		for {
+			sc.mu.Lock()
+			a := sc.attempt
+			starting := sc.state == protocol.StateStarting
+			sc.mu.Unlock()
+			if !starting || a == nil || a == waited {
+				break
+			}
+			if f := sc.sess.srv.hook().startupWait; f != nil {
+				f(sc.sess.id, sc.name, false)
+			}
+			select {
+			case <-a.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			waited = a
 		}
 	}
 	return nil
@@ -1229,8 +1489,9 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	}
 	entry, err := disk.Load(sc.scopeKey)
 	var all []catalog.Tool
+	var excluded []catalog.Excluded
 	if err == nil && entry != nil {
-		all, err = catalog.ParseTools(sc.name, entry.Tools)
+		all, excluded, err = catalog.ParseCatalog(sc.name, entry.Tools)
 	}
 	if err != nil {
 		if sess.env.untrustedDir(err) {
@@ -1243,11 +1504,17 @@ func (sess *Session) loadDormant(sc *serverConn) bool {
 	if entry == nil {
 		return false
 	}
+	sess.env.learnEra(sc.scopeKey, eraOf(entry.Era), false)
 	tools := sc.filter(all)
 	if len(tools) == 0 {
 		return false
 	}
+	// Reported when the server lists them live; servers/status shows them
+	// meanwhile.
+	sc.noteExcluded(excluded, false)
 	sc.setTools(tools)
 	sc.catalogSrc = protocol.CatalogCached
+	sc.hints, sc.listedAt = entry.Hints, entry.ListedAt
+	sc.instructions = entry.Instructions
 	return true
 }

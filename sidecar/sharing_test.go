@@ -556,7 +556,11 @@ func TestDiskCacheFile(t *testing.T) {
 func primeCache(t *testing.T, cacheDir string, servers map[string]*config.ServerConfig, before func(h *harness, session string)) {
 	t.Helper()
 	h := newHarness(t)
-	h.initialize(servers, map[string]any{"cacheDir": cacheDir})
+	// With tools/list_changed off, what the last listing wrote stays: a
+	// notification of a change made in before (go-sdk sends it some
+	// milliseconds after the change) would otherwise remove the entry a
+	// servers/refresh in before has just written.
+	h.initialize(servers, map[string]any{"cacheDir": cacheDir, "features": map[string]bool{"mcp_tool_list_changed": false}})
 	open := h.open(map[string]any{"startup": "eager"})
 	sum := h.waitComplete(open.SessionID, 0)
 	if len(sum.Ready) != len(servers) {

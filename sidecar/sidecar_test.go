@@ -36,6 +36,20 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	h.wantCode(err, protocol.CodeInvalidRequest)
 }
 
+// TestRequestsAfterShutdown: after shutdown every request, a second
+// shutdown included, is -32600 (LSP: "any request after shutdown").
+func TestRequestsAfterShutdown(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(nil, nil)
+	if err := h.call(protocol.MethodShutdown, nil, nil); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	err := h.call(protocol.MethodShutdown, nil, nil)
+	h.wantCode(err, protocol.CodeInvalidRequest)
+	err = h.call(protocol.MethodToolsList, map[string]any{"sessionId": "x"}, nil)
+	h.wantCode(err, protocol.CodeInvalidRequest)
+}
+
 // TestStartupEventOrdering: three servers, one slow, one failing, one fast.
 // Every "starting" of the round precedes every terminal status, and the
 // summary sorts them out.
@@ -743,16 +757,18 @@ func minimalInstance(t *testing.T, m *schema.Model, s json.RawMessage) any {
 	return nil
 }
 
-// TestSeedFeaturesOffByDefault: the three behaviours a host opts in to
-// (mcp_tool_list_changed, apps_early_resource_discovery,
-// mcp_lazy_stdio_startup) are off unless initialize.features turns them
-// on; only mcp_share_startup_listing is on by default. A cached stdio
-// server starts eagerly (lazy startup is off) in every case.
-func TestSeedFeaturesOffByDefault(t *testing.T) {
+// TestSeedFeaturesDefaults: the behaviours a host opts in to
+// (apps_early_resource_discovery, mcp_lazy_stdio_startup) are off unless
+// initialize.features turns them on; mcp_tool_list_changed and
+// mcp_share_startup_listing are on unless it turns them off. A cached stdio
+// server starts eagerly (lazy startup is off) unless lazy startup is asked
+// for.
+func TestSeedFeaturesDefaults(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")
 	servers := map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}})}
 	primeCache(t, cacheDir, servers, nil)
 	cacheEntryFile(t, cacheDir) // without it the lazy check proves nothing
+	onByDefault := map[string]bool{"mcp_tool_list_changed": true, "mcp_share_startup_listing": true}
 	tests := []struct {
 		name  string
 		extra map[string]any
@@ -761,6 +777,7 @@ func TestSeedFeaturesOffByDefault(t *testing.T) {
 		{"no features", map[string]any{"cacheDir": cacheDir}, protocol.StateStarting},
 		{"empty features", map[string]any{"cacheDir": cacheDir, "features": map[string]bool{}}, protocol.StateStarting},
 		{"only an unknown feature", map[string]any{"cacheDir": cacheDir, "features": map[string]bool{"something_else": true}}, protocol.StateStarting},
+		{"defaults turned off", map[string]any{"cacheDir": cacheDir, "features": map[string]bool{"mcp_tool_list_changed": false, "mcp_share_startup_listing": false}}, protocol.StateStarting},
 		// The control: the same cache with lazy startup on.
 		{"lazy startup on", map[string]any{"cacheDir": cacheDir, "features": lazyFeature}, protocol.StateDormant},
 	}
@@ -769,13 +786,14 @@ func TestSeedFeaturesOffByDefault(t *testing.T) {
 			h := newHarness(t)
 			res := h.initialize(servers, tt.extra)
 			asked, _ := tt.extra["features"].(map[string]bool)
-			for _, f := range []string{"mcp_tool_list_changed", "apps_early_resource_discovery", "mcp_lazy_stdio_startup"} {
-				if on := slices.Contains(res.Capabilities.Features, f); on != asked[f] {
-					t.Errorf("feature %s on = %v, want %v (asked for: %v): features %q", f, on, asked[f], asked, res.Capabilities.Features)
+			for _, f := range []string{"mcp_tool_list_changed", "apps_early_resource_discovery", "mcp_lazy_stdio_startup", "mcp_share_startup_listing"} {
+				want, set := asked[f]
+				if !set {
+					want = onByDefault[f]
 				}
-			}
-			if !slices.Contains(res.Capabilities.Features, "mcp_share_startup_listing") {
-				t.Errorf("mcp_share_startup_listing is off by default: features %q", res.Capabilities.Features)
+				if on := slices.Contains(res.Capabilities.Features, f); on != want {
+					t.Errorf("feature %s on = %v, want %v (asked for: %v): features %q", f, on, want, asked, res.Capabilities.Features)
+				}
 			}
 			open := h.open(nil)
 			if st := open.Servers[0].State; st != tt.want {

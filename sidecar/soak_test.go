@@ -20,11 +20,28 @@ import (
 //	go test -race -run TestSoakSessions -soak ./sidecar/
 //	MCP_SIDECAR_SOAK=1 go test -run TestSoakSessions ./sidecar/
 //
-// and -soak.sessions sets how many sessions it opens and closes.
+// and -soak.sessions sets how many sessions it opens and closes. The same
+// switch makes the stress tests run their long rounds (soakOr); CI sets it.
 var (
-	soak         = flag.Bool("soak", false, "run the session soak test (also MCP_SIDECAR_SOAK=1)")
+	soak         = flag.Bool("soak", false, "run the session soak test and the long stress rounds (also MCP_SIDECAR_SOAK=1)")
 	soakSessions = flag.Int("soak.sessions", 1000, "sessions the soak test opens and closes")
 )
+
+// soakEnv asks for the soak test and the long stress rounds.
+const soakEnv = "MCP_SIDECAR_SOAK"
+
+// soaking reports whether the long runs were asked for.
+func soaking() bool { return *soak || os.Getenv(soakEnv) == "1" }
+
+// soakOr is short, or long when the long runs were asked for: a stress
+// test's default must stay short on a loaded machine and still catch its
+// defect.
+func soakOr(short, long int) int {
+	if soaking() {
+		return long
+	}
+	return short
+}
 
 // Bounds of the soak. A session that leaked its connection would keep at
 // least a go-sdk session, a stderr ring and two 64 KiB line buffers (over
@@ -41,7 +58,7 @@ const (
 // in one sidecar and shows flat goroutines, flat memory and no process
 // left behind.
 func TestSoakSessions(t *testing.T) {
-	if !*soak && os.Getenv("MCP_SIDECAR_SOAK") != "1" {
+	if !soaking() {
 		t.Skip("soak test: run with -soak or MCP_SIDECAR_SOAK=1")
 	}
 	n := *soakSessions

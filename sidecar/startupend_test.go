@@ -2,14 +2,18 @@ package sidecar_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // Startups the host never cancelled: one superseded by
@@ -97,4 +101,100 @@ func startupStatusOf(h *harness, session, server string, round int, status strin
 	var p protocol.StartupStatusParams
 	_ = json.Unmarshal(n.Params, &p)
 	return p
+}
+
+// TestReconnectDuringStartup: servers/reconnect while the server's first
+// startup hangs (its process waits in tools/list) ends that startup at
+// once, its process included, and the requests that waited for it (a
+// tools/call by qualified name, one by server and tool, a tools/list)
+// follow the new startup: they are answered from it, never -32013 for a
+// catalog the superseded startup never filled.
+func TestReconnectDuringStartup(t *testing.T) {
+	dir := t.TempDir()
+	inits, hungPID := filepath.Join(dir, "init"), filepath.Join(dir, "hung.pid")
+	// The first process of the server hangs in its first tools/list; the
+	// ones after it serve.
+	cfg := fixture.Config("s", fixture.Spec{InitCountFile: inits, Tools: []fixture.ToolSpec{tool("echo", "echo")}})
+	hung := fixture.Config("s", fixture.Spec{InitCountFile: inits, PIDFile: hungPID, BlockListUntilFile: filepath.Join(dir, "never"),
+		Tools: []fixture.ToolSpec{tool("echo", "echo")}})
+	cfg.Env["HUNG_SPEC"] = hung.Env[fixture.EnvVar]
+	cfg.Args = append([]string{"-c", `if mkdir "$0" 2>/dev/null; then MCP_SIDECAR_FIXTURE=$HUNG_SPEC; export MCP_SIDECAR_FIXTURE; fi; exec "$@"`,
+		filepath.Join(dir, "first"), cfg.Command}, cfg.Args...)
+	cfg.Command = "sh"
+	cfg.StartupTimeoutSec = seconds(120) // never the reason anything ends here
+
+	waiting := newSignals()
+	h := newHookedHarness(t, sidecar.Hooks{StartupWait: func(session, server string, early bool) {
+		if !early {
+			waiting.fire()
+		}
+	}})
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	waitFileLines(t, inits, 1) // the first process initialized and hangs in tools/list
+	pid := readPIDFile(t, hungPID)
+
+	var waits []hostclient.Waiter
+	for _, q := range []struct {
+		method string
+		params map[string]any
+	}{
+		{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "name": "mcp__s__echo", "arguments": map[string]any{"x": 1}}},
+		{protocol.MethodToolsCall, map[string]any{"sessionId": sid, "server": "s", "tool": "echo", "arguments": map[string]any{"x": 2}}},
+		{protocol.MethodToolsList, map[string]any{"sessionId": sid}},
+	} {
+		_, w, err := h.client.Dispatch(h.ctx, q.method, q.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	waiting.wait(t, len(waits), "three requests waiting for the startup")
+
+	var rc protocol.ReconnectResult
+	if err := h.call(protocol.MethodServersReconnect, map[string]any{"sessionId": sid, "server": "s"}, &rc); err != nil || rc.State != protocol.StateReady {
+		t.Fatalf("servers/reconnect: %+v, %v", rc, err)
+	}
+	for i, w := range waits[:2] {
+		if err := w.Wait(h.ctx, nil); err != nil {
+			t.Errorf("tools/call %d that waited for the superseded startup: %v", i, err)
+		}
+	}
+	var list protocol.ToolsListResult
+	if err := waits[2].Wait(h.ctx, &list); err != nil {
+		t.Fatalf("tools/list that waited for the superseded startup: %v", err)
+	}
+	if got := toolNames(list); len(got) != 1 || list.Servers[0].State != protocol.StateReady {
+		t.Errorf("tools/list: tools %v, servers %+v; want the new startup's catalog, ready", got, list.Servers)
+	}
+
+	// The superseded startup ended when it was superseded, not at its
+	// timeout: its round is over and its process is gone.
+	if c := h.waitComplete(sid, 0); len(c.Cancelled) != 1 {
+		t.Errorf("round 0: %+v, want s cancelled", c)
+	}
+	if st := startupStatusOf(h, sid, "s", 0, protocol.StatusCancelled); !strings.Contains(st.Error, "superseded") {
+		t.Errorf("round 0 status %+v should say the startup was superseded", st)
+	}
+	deadline := time.Now().Add(testTimeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the superseded startup's process %d still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readPIDFile reads a fixture's PIDFile.
+func readPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
+	}
+	return pid
 }

@@ -17,12 +17,12 @@ import (
 // ready, and so does a renewed HTTP session (mcpclient asks subscriptions),
 // and they end with the session.
 
-func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage) (result, error) {
-	p, err := decodeSubscribe(params)
+func (s *Server) resourcesSubscribe(ctx context.Context, rq *request) (result, error) {
+	p, err := decodeSubscribe(rq.params)
 	if err != nil {
 		return result{}, err
 	}
-	sc, conn, release, err := s.serverRequest(ctx, p.SessionID, p.Server)
+	sc, conn, release, err := s.serverRequest(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -33,23 +33,25 @@ func (s *Server) resourcesSubscribe(ctx context.Context, params json.RawMessage)
 	had := sc.subscribed[p.URI]
 	sc.subscribed[p.URI] = true
 	sc.mu.Unlock()
-	if err := conn.Subscribe(ctx, p.URI); err != nil {
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	if err := conn.Subscribe(reqCtx, p.URI); err != nil {
 		if !had {
 			sc.mu.Lock()
 			delete(sc.subscribed, p.URI)
 			sc.mu.Unlock()
 		}
-		return result{}, sc.callError(ctx, conn, "", err)
+		return result{}, sc.requestError(ctx, reqCtx, conn, protocol.MethodResourcesSubscribe, err)
 	}
 	return result{value: struct{}{}}, nil
 }
 
-func (s *Server) resourcesUnsubscribe(ctx context.Context, params json.RawMessage) (result, error) {
-	p, err := decodeSubscribe(params)
+func (s *Server) resourcesUnsubscribe(ctx context.Context, rq *request) (result, error) {
+	p, err := decodeSubscribe(rq.params)
 	if err != nil {
 		return result{}, err
 	}
-	_, sc, err := s.sessionServer(p.SessionID, p.Server)
+	sess, sc, err := s.sessionServer(ctx, rq, p.SessionID, p.Server)
 	if err != nil {
 		return result{}, err
 	}
@@ -62,8 +64,15 @@ func (s *Server) resourcesUnsubscribe(ctx context.Context, params json.RawMessag
 	if conn == nil {
 		return result{value: struct{}{}}, nil
 	}
-	if err := conn.Unsubscribe(ctx, p.URI); err != nil {
-		return result{}, sc.callError(ctx, conn, "", err)
+	release, err := sess.admit(sc)
+	if err != nil {
+		return result{}, err
+	}
+	defer release()
+	reqCtx, cancel := sc.requestContext(ctx)
+	defer cancel()
+	if err := conn.Unsubscribe(reqCtx, p.URI); err != nil {
+		return result{}, sc.requestError(ctx, reqCtx, conn, protocol.MethodResourcesUnsubscribe, err)
 	}
 	return result{value: struct{}{}}, nil
 }

@@ -18,31 +18,35 @@ import (
 
 // taskMethod forwards tasks/get, tasks/result and tasks/cancel.
 func (s *Server) taskMethod(method string) handlerFunc {
-	return func(ctx context.Context, params json.RawMessage) (result, error) {
+	return func(ctx context.Context, rq *request) (result, error) {
 		var p protocol.TaskParams
-		if err := decodeParams(params, &p); err != nil {
+		if err := decodeParams(rq.params, &p); err != nil {
 			return result{}, err
 		}
 		if p.TaskID == "" {
 			return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "taskId is required")
 		}
 		body, _ := json.Marshal(map[string]string{"taskId": p.TaskID})
-		return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+		res, err := s.forward(ctx, rq, method, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 			return conn.Request(ctx, method, body)
 		})
+		if raw, ok := res.value.(json.RawMessage); ok && err == nil && method == protocol.MethodTasksResult {
+			res.value = s.limitTaskResult(p.SessionID, p.Server, raw)
+		}
+		return res, err
 	}
 }
 
-func (s *Server) tasksList(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) tasksList(ctx context.Context, rq *request) (result, error) {
 	var p protocol.TasksListParams
-	if err := decodeParams(params, &p); err != nil {
+	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
 	body := json.RawMessage(`{}`)
 	if p.Cursor != "" {
 		body, _ = json.Marshal(map[string]string{"cursor": p.Cursor})
 	}
-	return s.forward(ctx, p.SessionID, p.Server, func(conn *mcpclient.Conn) (json.RawMessage, error) {
+	return s.forward(ctx, rq, protocol.MethodTasksList, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
 		return conn.Request(ctx, protocol.MethodTasksList, body)
 	})
 }

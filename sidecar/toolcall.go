@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
@@ -39,9 +40,13 @@ type toolCall struct {
 	meta  map[string]any
 	// dropped are the host's meta keys left out of meta, logged when the
 	// call is sent.
-	dropped     []string
+	dropped []string
+	// timeout is what the call is given from when it is sent: the smaller
+	// of tool_timeout_sec and what is left of timeoutMs; timeoutName and
+	// limit are the setting that holds and its value, for the message.
 	timeout     time.Duration
 	timeoutName string
+	limit       time.Duration
 	progressKey string // of the call's progress token; "" without one
 }
 
@@ -54,25 +59,46 @@ var errWouldWait = errors.New("the call would wait")
 // wait false it never waits: a call that would (see bindNow) gets
 // errWouldWait and has taken nothing. On success the caller owns the
 // admission (end).
-func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wait bool, tc *toolCall) (err error) {
+//
+// ref is the session the call names as the host's read loop found it: with
+// wait false (on that loop) prepareToolCall looks it up and sets it, with
+// wait true it uses what was set.
+func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, ref *sessionRef, wait bool, tc *toolCall) (err error) {
 	// The arguments and the policy stay slices of the frame until they are
 	// written to the server.
 	p, err := protocol.ParseToolsCallParams(params)
 	if err != nil {
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid params: "+err.Error())
 	}
-	sess, err := s.session(p.SessionID)
+	if !wait {
+		// A session being opened is waited for on a goroutine.
+		s.mu.Lock()
+		*ref = s.sessionRefLocked(p.SessionID)
+		s.mu.Unlock()
+		if ref.opening != nil {
+			return errWouldWait
+		}
+	}
+	sess, err := s.session(ctx, *ref, p.SessionID)
 	if err != nil {
 		return err
 	}
-	if err := sess.tryAdmit(); err != nil {
-		return err
-	}
+	// A call that may wait takes its place in the session before it waits
+	// (a flood of calls waiting to bind is bounded too), and its server's
+	// share once bound; one that may not is admitted once bound.
+	admitted := false
+	var assigned *serverConn
 	defer func() {
-		if err != nil {
-			sess.release()
+		if err != nil && admitted {
+			sess.release(assigned)
 		}
 	}()
+	if wait {
+		if err := sess.tryAdmit(); err != nil {
+			return err
+		}
+		admitted = true
+	}
 	if len(p.SandboxState) > 0 {
 		if err := sandbox.ValidateState(p.SandboxState); err != nil {
 			return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "invalid sandboxState: "+err.Error())
@@ -86,16 +112,27 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wa
 	}
 
 	*tc = toolCall{sess: sess, p: p}
+	budget := newWaitBudget(p.TimeoutMs)
 	if wait {
-		if tc.sc, tc.bound, err = sess.bind(ctx, p); err != nil {
+		if tc.sc, tc.bound, err = sess.bind(ctx, p, budget); err != nil {
 			return err
 		}
 		if tc.conn, err = tc.sc.ready(ctx); err != nil {
 			return callerError(ctx, err)
 		}
-	} else if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
-		return errWouldWait
+		if err := sess.assign(tc.sc); err != nil {
+			return err
+		}
+	} else {
+		if tc.sc, tc.bound, tc.conn = sess.bindNow(p); tc.conn == nil || !tc.conn.CanStartToolCall() {
+			return errWouldWait
+		}
+		if err := sess.admitTo(tc.sc); err != nil {
+			return err
+		}
+		admitted = true
 	}
+	assigned = tc.sc
 	// The binding is checked against the catalog at dispatch: a tool that
 	// changed or disappeared meanwhile is refused, never sent elsewhere.
 	if err := tc.sc.checkBinding(&tc.bound); err != nil {
@@ -130,7 +167,57 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, wa
 	if p.TimeoutMs > 0 && millis(p.TimeoutMs) < tc.timeout {
 		tc.timeout, tc.timeoutName = millis(p.TimeoutMs), "timeoutMs"
 	}
+	tc.limit = tc.timeout
+	if budget != nil && budget.left < tc.timeout {
+		// Waits for catalog refreshes took part of timeoutMs.
+		tc.timeout, tc.timeoutName, tc.limit = max(budget.left, 0), "timeoutMs", millis(p.TimeoutMs)
+	}
 	return nil
+}
+
+// waitBudget is what is left of a tools/call's timeoutMs while it waits to
+// be sent: its waits for catalog refreshes count against it, as its time
+// at the server then does; a wait for a startup does not (the startup's
+// own startup_timeout_sec bounds that, and a lazy server's first call is
+// not failed for starting it). A nil budget is no timeoutMs.
+type waitBudget struct {
+	limit time.Duration // timeoutMs
+	left  time.Duration
+}
+
+func newWaitBudget(timeoutMs int64) *waitBudget {
+	if timeoutMs <= 0 {
+		return nil
+	}
+	return &waitBudget{limit: millis(timeoutMs), left: millis(timeoutMs)}
+}
+
+// catchUp is Session.catchUp for the call, its wait bounded by what is
+// left; it reports whether that ran out (and the host did not cancel).
+func (b *waitBudget) catchUp(ctx context.Context, sess *Session, scs []*serverConn) (expired bool) {
+	if b == nil {
+		sess.catchUp(ctx, scs, false)
+		return false
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, max(b.left, 0))
+	defer cancel()
+	sess.catchUp(wctx, scs, false)
+	b.left -= time.Since(start)
+	return ctx.Err() == nil && (b.left <= 0 || wctx.Err() != nil)
+}
+
+// expired is the error of a call whose timeoutMs ran out while it waited
+// for a catalog refresh: of sc's catalog, or, when sc is nil, of the
+// catalogs that might hold tool.
+func (b *waitBudget) expired(sc *serverConn, tool string) error {
+	limit := formatSeconds(b.limit)
+	if sc == nil {
+		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+			fmt.Sprintf("tool %q was not called within timeoutMs (%s): the refreshes of catalogs (after notifications/tools/list_changed) it waited for did not end in time", tool, limit)).WithServer("", tool).Retry()
+	}
+	return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
+		fmt.Sprintf("tool %q of server %q was not called within timeoutMs (%s): the refresh of the server's catalog (after notifications/tools/list_changed) did not end in time", tool, sc.name, limit)).WithServer(sc.name, tool).Retry()
 }
 
 // bindNow is bind for a call that may not wait: it binds only a tool whose
@@ -172,12 +259,15 @@ func (sess *Session) bindNow(p protocol.ToolsCallParams) (*serverConn, catalog.T
 // progress token is registered, so that the server's progress reaches the
 // host from the first notification.
 func (tc *toolCall) begin(logger *slog.Logger) {
+	if f := tc.sess.srv.hook().toolCallBound; f != nil {
+		f(tc.sess.id, tc.sc.name, tc.bound.Name, tc.bound.Headers)
+	}
 	for _, k := range tc.dropped {
 		why := "not a valid JSON value"
 		if sandbox.IsSandboxKey(k) {
 			why = "sandbox keys come only from sandboxState"
 		}
-		logger.Warn("host meta key dropped", "server", tc.sc.name, "tool", tc.bound.Name, "key", k, "why", why)
+		logger.Warn("host meta key dropped", "server", tc.sc.name, "tool", tc.bound.Name, peerlog.String("key", k), "why", why)
 	}
 	if tok, ok := tc.p.Meta["progressToken"]; ok {
 		tc.progressKey = progressKey(tok)
@@ -196,7 +286,7 @@ func (tc *toolCall) end() {
 		delete(tc.sc.progress, tc.progressKey)
 		tc.sc.mu.Unlock()
 	}
-	tc.sess.release()
+	tc.sess.release(tc.sc)
 }
 
 // callError maps the error a call ended with: errToolTimeout when its
@@ -205,16 +295,16 @@ func (tc *toolCall) end() {
 func (tc *toolCall) callError(ctx context.Context, err error) error {
 	if errors.Is(err, errToolTimeout) && ctx.Err() == nil {
 		return protocol.NewError(protocol.CodeToolTimeout, protocol.KindToolTimeout,
-			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.timeout))).WithServer(tc.sc.name, tc.bound.Name).Retry()
+			fmt.Sprintf("tool %q of server %q did not answer within %s (%s)", tc.bound.Name, tc.sc.name, tc.timeoutName, formatSeconds(tc.limit))).WithServer(tc.sc.name, tc.bound.Name).Retry()
 	}
 	return tc.sc.callError(ctx, tc.conn, tc.bound.Name, err)
 }
 
 // toolsCall is tools/call on a goroutine of its own: it waits for what
 // the call needs (see bind) and for the answer.
-func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result, error) {
+func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 	var tc toolCall
-	if err := s.prepareToolCall(ctx, params, true, &tc); err != nil {
+	if err := s.prepareToolCall(ctx, rq.params, &rq.session, true, &tc); err != nil {
 		return result{}, err
 	}
 	tc.begin(s.logger)
@@ -224,18 +314,20 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
 	defer cancel()
-	var raw json.RawMessage
-	var err error
-	if tc.p.Task != nil {
-		raw, err = tc.conn.CallToolTask(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task)
-	} else {
-		raw, err = tc.conn.CallTool(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta)
-	}
+	// The tool's header declarations were read once, with its catalog:
+	// over Streamable HTTP at 2026-07-28 they become its Mcp-Param-*
+	// headers.
+	raw, err := tc.conn.CallToolWith(callCtx, mcpclient.ToolCall{
+		Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task, Headers: tc.bound.Headers,
+	})
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) {
 			err = errToolTimeout
 		}
 		return result{}, tc.callError(ctx, err)
+	}
+	if tc.p.Task == nil {
+		raw = s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw)
 	}
 	return result{value: raw}, nil
 }
@@ -246,7 +338,7 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 // having taken nothing, for a call that needs a goroutine of its own
 // (toolsCall). An error found before the call is sent is answered at once.
 // The caller counted the request in s.work; it is done when answered.
-func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent bool) {
+func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request, ref *sessionRef) (sent bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("handler panic", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
@@ -257,7 +349,7 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request) (sent 
 	}()
 	// One allocation holds the call until it is answered.
 	c := &sentCall{s: s, id: req.ID, ctx: ctx}
-	err := s.prepareToolCall(ctx, req.Params, false, &c.tc)
+	err := s.prepareToolCall(ctx, req.Params, ref, false, &c.tc)
 	switch {
 	case errors.Is(err, errWouldWait):
 		return false
@@ -326,6 +418,14 @@ func (c *sentCall) abort(cause error) {
 // CallEnded answers the host with the call's result or error, after the
 // call has ended (end), and is called once (mcpclient.CallReceiver).
 func (c *sentCall) CallEnded(raw json.RawMessage, err error) {
+	if err == nil && c.limitElsewhere(raw) {
+		return // answered by the goroutine that limits the result
+	}
+	c.answer(raw, err)
+}
+
+// answer is CallEnded's answer to the host.
+func (c *sentCall) answer(raw json.RawMessage, err error) {
 	s, tc := c.s, &c.tc
 	defer s.work.Done()
 	defer func() {

@@ -6,7 +6,10 @@
 # Builds offline against the crates Debian packages (see .cargo/config.toml)
 # and installs them when missing (apt-get: root, as CI is). Without a path it
 # builds the sidecar from this repository. Builds the OAuth-protected test
-# server (internal/oauthtest/serve) the mcp/authorize tests answer.
+# server (internal/oauthtest/serve) the mcp/authorize tests answer; the
+# tests run clients/testdata/mcp-test-server.mjs with node. Then builds a
+# fresh project outside the repository that depends on the crate, offline,
+# set up by offline.sh alone (tests/scratch-project.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -28,3 +31,4 @@ oauth_serve="$(cd "$CARGO_TARGET_DIR" && pwd)/oauthtest-serve"
 
 cd "$here"
 MCP_SIDECAR_BIN="$bin" MCP_SIDECAR_OAUTH_SERVE="$oauth_serve" cargo test --offline --quiet
+bash "$here/tests/scratch-project.sh"

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-import { SidecarClient, SidecarError, type ProgressParams, type StartupCompleteParams } from 'mcp-sidecar';
+import { SidecarClient, SidecarError, isKnownContentBlock, type ProgressParams, type StartupCompleteParams } from 'mcp-sidecar';
 
 const require = createRequire(import.meta.url);
 
@@ -75,10 +75,44 @@ try {
   console.log(`tools/list: ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
   check(tools.some((t) => t.name === 'mcp__everything__echo'), 'echo is listed as mcp__everything__echo');
 
-  // 6. A tool call: the result is the server's CallToolResult.
+  // 6. A tool call: the result is the server's CallToolResult; text() joins its text blocks.
   const echo = await client.callTool({ sessionId, name: 'mcp__everything__echo', arguments: { message: 'hello from the host' } });
   console.log(`echo: ${JSON.stringify(echo)}`);
-  check((echo.content?.[0] as { text?: string } | undefined)?.text === 'Echo: hello from the host', 'echo answers');
+  check(echo.text() === 'Echo: hello from the host', 'echo answers');
+
+  // Deferred tools: the catalog without schemas, a search, then the one definition needed.
+  const summary = await client.listTools(sessionId, { schemas: false });
+  const tokens = summary.tools.reduce((n, t) => n + t.tokens, 0);
+  const { results } = await client.searchTools(sessionId, 'tiny image', { limit: 1 });
+  const found = results[0]?.name ?? '';
+  const { tools: [definition] } = await client.getTools(sessionId, [found]);
+  console.log(`deferred: ${summary.tools.length} tools, ~${tokens} tokens with schemas; search "tiny image" -> ${found}`);
+  check(found === 'mcp__everything__get-tiny-image' && definition?.inputSchema !== undefined, 'search finds the tool and get gives its schema');
+
+  // Content blocks, typed: narrow with isKnownContentBlock, then switch on type.
+  const image = await client.callTool({ sessionId, name: found });
+  const kinds: string[] = [];
+  for (const block of image.content ?? []) {
+    if (!isKnownContentBlock(block)) {
+      kinds.push(`a later kind: ${block.type}`);
+      continue;
+    }
+    switch (block.type) {
+      case 'text':
+        kinds.push(`text (${block.text.length} chars)`);
+        break;
+      case 'image':
+      case 'audio':
+        kinds.push(`${block.type} ${block.mimeType}, ${block.data.length} base64 chars`);
+        break;
+      case 'resource_link':
+      case 'resource':
+        kinds.push(block.type);
+        break;
+    }
+  }
+  console.log(`get-tiny-image: ${kinds.join('; ')}`);
+  check(kinds.some((k) => k.startsWith('image image/png')), 'the image comes as an ImageContent');
 
   // 7. Progress: the host's progressToken goes in meta; $/progress comes back.
   const long = await client.callTool({

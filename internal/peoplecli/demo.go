@@ -181,7 +181,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, demoVersion string) 
 	out.hold() // round 0's notifications follow the answer on the wire: print them after it
 	err = client.Call(ctx, protocol.MethodSessionOpen, map[string]any{"startup": "eager"}, &open)
 	if err == nil {
-		out.printf("     session %s: %v\n", open.SessionID, open.Servers)
+		states := make([]string, len(open.Servers))
+		for i, st := range open.Servers {
+			states[i] = "{" + st.Name + " " + st.State + "}"
+		}
+		out.printf("     session %s: [%s]\n", open.SessionID, strings.Join(states, " "))
 	}
 	out.release()
 	if err != nil {

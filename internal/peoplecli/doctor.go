@@ -55,6 +55,9 @@ stderr) and prints a table:
               percent of OpenAI's tokenizers on real catalogs)
   SANDBOX     the sandbox capability the server advertises (codex/sandbox-state)
   LAUNCHER    whether calls to it would carry codex/sandbox-launcher
+  MCP         the MCP version the connection speaks (2026-07-28 and later:
+              the protocol without initialize; earlier ones: the initialize
+              handshake)
   LAST STDERR the server's last stderr line, for a server that failed
 
 Below the table, OAuth lists the servers that use it: which are authorized
@@ -180,8 +183,14 @@ type doctorServer struct {
 	LauncherOK             bool   `json:"launcherEligible"`
 	LauncherWhy            string `json:"launcherReason,omitempty"`
 	ProtocolVersion        string `json:"protocolVersion,omitempty"`
-	Error                  string `json:"error,omitempty"`
-	LastStderr             string `json:"lastStderr,omitempty"`
+	// Era is "modern" (MCP 2026-07-28 and later) or "legacy" (the
+	// initialize handshake).
+	Era string `json:"era,omitempty"`
+	// ExcludedTools are the tools the server listed that the catalog
+	// leaves out (invalid x-mcp-header declarations), with why.
+	ExcludedTools []protocol.ExcludedTool `json:"excludedTools,omitempty"`
+	Error         string                  `json:"error,omitempty"`
+	LastStderr    string                  `json:"lastStderr,omitempty"`
 	// Authorization is the OAuth state of a server that is authorized or
 	// needs authorization (never a token).
 	Authorization *protocol.ServerAuthorization `json:"authorization,omitempty"`
@@ -323,7 +332,8 @@ func Doctor(ctx context.Context, env Env, args []string) int {
 			n, size := len(tools), catalogBytes(tools)
 			ds.Tools, ds.CatalogBytes, ds.TokensEstimate = &n, &size, st.Tokens
 			ds.Sandbox = describeCapability(capabilityOf(st))
-			ds.ProtocolVersion = st.ProtocolVersion
+			ds.ProtocolVersion, ds.Era = st.ProtocolVersion, st.Era
+			ds.ExcludedTools = st.ExcludedTools
 			ds.SkippedStdoutLines, ds.FirstSkippedStdoutLine = st.SkippedStdoutLines, st.FirstSkippedStdoutLine
 		}
 		ds.LauncherOK, ds.LauncherWhy = launcherVerdict(cfg, st, rep.Launcher)
@@ -389,7 +399,7 @@ func printDoctorTable(w io.Writer, rep doctorReport, p painter) {
 	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tSTARTUP\tTOOLS\tBYTES\t~TOKENS\tSANDBOX\tLAUNCHER\tLAST STDERR")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tSTARTUP\tTOOLS\tBYTES\t~TOKENS\tSANDBOX\tLAUNCHER\tMCP\tLAST STDERR")
 	dash := func(p *int) string {
 		if p == nil {
 			return "-"
@@ -410,12 +420,12 @@ func printDoctorTable(w io.Writer, rep doctorReport, p painter) {
 			launcher = "yes"
 		}
 		status := s.Status
-		if s.SkippedStdoutLines > 0 {
+		if s.SkippedStdoutLines > 0 || len(s.ExcludedTools) > 0 {
 			status += " (warning)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			name, orDash(s.Transport), status, startup, dash(s.Tools), dash(s.CatalogBytes), dash(s.TokensEstimate),
-			orDash(s.Sandbox), launcher, orDash(clip(s.LastStderr, 60)))
+			orDash(s.Sandbox), launcher, orDash(s.ProtocolVersion), orDash(clip(s.LastStderr, 60)))
 	}
 	tw.Flush()
 	fmt.Fprint(w, p.column(table.String(), "STATUS", stateColour))
@@ -450,13 +460,26 @@ func printDoctorTable(w io.Writer, rep doctorReport, p painter) {
 	}
 	var warned []doctorServer
 	for _, s := range rep.Servers {
-		if s.SkippedStdoutLines > 0 {
+		if s.SkippedStdoutLines > 0 || len(s.ExcludedTools) > 0 {
 			warned = append(warned, s)
 		}
 	}
 	if len(warned) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, s := range warned {
+			for _, x := range s.ExcludedTools {
+				fmt.Fprintf(w, "  %s: tool %q left out of the catalog: %s\n", s.Name, x.Tool, x.Reason)
+			}
+			switch len(s.ExcludedTools) {
+			case 0:
+			case 1:
+				fmt.Fprintln(w, "    Its x-mcp-header declarations break MCP's rules: no harness can call it as the server expects. The server's other tools work.")
+			default:
+				fmt.Fprintln(w, "    Their x-mcp-header declarations break MCP's rules: no harness can call them as the server expects. The server's other tools work.")
+			}
+			if s.SkippedStdoutLines == 0 {
+				continue
+			}
 			verb := "are"
 			if s.SkippedStdoutLines == 1 {
 				verb = "is"

@@ -80,7 +80,7 @@ func (l *peopleLog) Handle(_ context.Context, r slog.Record) error {
 		if _, dup := attrs[a.Key]; !dup {
 			order = append(order, a.Key)
 		}
-		attrs[a.Key] = a.Value
+		attrs[a.Key] = a.Value.Resolve() // a peer's text is a LogValuer (internal/peerlog)
 		return true
 	})
 	stdoutRecord := r.Message == msgSkippedLine || r.Message == msgSkippedLines

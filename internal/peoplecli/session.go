@@ -97,7 +97,7 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 		return nil, err
 	}
 	if opts.lazy {
-		init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
+		init["features"].(map[string]bool)["mcp_lazy_stdio_startup"] = true
 	}
 	caps := map[string]any{}
 	if opts.authorize != nil {

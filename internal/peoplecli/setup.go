@@ -532,6 +532,10 @@ func (l *loaded) initializeParams(env Env, cacheDir, launcher string) (map[strin
 		"clientInfo": map[string]any{"name": "mcp-sidecar-cli", "version": env.Version},
 		// Every server starts at once, not eight at a time.
 		"limits": map[string]any{"maxConcurrentStarts": max(8, len(l.servers))},
+		// A person asked for this result: it is shown (or printed as JSON)
+		// whole, not cut to a model's budget with the rest in a file that
+		// goes when the command ends.
+		"features": map[string]bool{"mcp_tool_output_limit": false},
 	}
 	switch {
 	case l.inline != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"log/slog"
 )
 
@@ -48,6 +49,12 @@ func (h *scrubHandler) WithGroup(name string) slog.Handler {
 
 // attr is a with the secrets replaced in its value.
 func (h *scrubHandler) attr(a slog.Attr) slog.Attr {
+	// Peer text is scrubbed whole before it is cut for the log, so that a
+	// secret across the cut is found, and it stays marked for the rate
+	// limit of peerlog.Handler.
+	if a2, ok := peerlog.Rewrite(a, h.s.String); ok {
+		return a2
+	}
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:

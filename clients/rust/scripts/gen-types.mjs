@@ -11,6 +11,10 @@
 //   object without          -> serde_json::Map, or BTreeMap<String, T> for additionalProperties
 //   string enum             -> enum with Other(String), so values added later still parse
 //   anyOf, type lists       -> #[serde(untagged)] enum; T | null -> Option<T>
+//   anyOf of $refs told apart by a member with a const value, the last an
+//   open object             -> enum with a variant per value and Unknown(Value);
+//                              the variants' structs leave that member out
+//   const                   -> String
 //   no type (any JSON)      -> serde_json::Value; members in EXACT_BYTES -> Box<RawValue>
 // Deserializing never refuses unknown members: a host must tolerate additions
 // (docs/protocol.md, "Versioning").
@@ -40,7 +44,7 @@ const pascal = (s) =>
     .replace(/^(\d)/, 'V$1');
 const snake = (s) => {
   let out = s
-    .replace(/^_+/, '')
+    .replace(/^[^A-Za-z0-9]+/, '')
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .replace(/[^A-Za-z0-9]+/g, '_')
     .toLowerCase();
@@ -59,9 +63,42 @@ function unionOf(s) {
   return shapes ? options : null;
 }
 
+const defPrefix = '#/$defs/';
+
+/**
+ * The discriminated union s is, or null: {member, variants: [{name, value,
+ * optional}], fallback}. The variants are the $defs whose member (the same
+ * in each) has a const value, the fallback the last option, whose member
+ * is any string. Only the variant whose member is optional takes a value
+ * without it. (The TypeScript generator reads the schema the same way.)
+ */
+function discriminated(s) {
+  const options = s.anyOf;
+  if (!options || options.length < 2 || !options.every((o) => o.$ref)) return null;
+  const defs = options.map((o) => [o.$ref.slice(defPrefix.length), doc.$defs[o.$ref.slice(defPrefix.length)]]);
+  const [fallbackName, fallback] = defs[defs.length - 1];
+  const known = defs.slice(0, -1);
+  const members = Object.entries(known[0][1].properties ?? {}).filter(([, p]) => p.const !== undefined).map(([m]) => m);
+  const member = members.find((m) => known.every(([, d]) => d.properties?.[m]?.const !== undefined) && fallback.properties?.[m]?.type === 'string');
+  if (!member) return null;
+  const variants = known.map(([name, d]) => ({ name, value: d.properties[member].const, optional: !(d.required ?? []).includes(member) }));
+  if (variants.filter((v) => v.optional).length > 1) throw new Error(`more than one variant of a union leaves ${member} out`);
+  return { member, variants, fallback: fallbackName };
+}
+
+// The structs that are variants of a discriminated union (they leave the
+// member out: the enum writes it), and the unions' fallbacks (Unknown(Value)).
+const variantOf = new Map(); // struct name -> {union, member}
+const fallbacks = new Set();
+for (const [name, s] of Object.entries(doc.$defs)) {
+  const d = discriminated(s);
+  if (!d) continue;
+  for (const v of d.variants) variantOf.set(v.name, { union: name, member: d.member });
+  fallbacks.add(d.fallback);
+}
+
 const items = []; // generated Rust items, in order
 const defined = new Map(); // type name -> {kind, defaultable, eq}
-const defPrefix = '#/$defs/';
 
 function docComment(text, indent = '') {
   if (!text) return [];
@@ -74,6 +111,9 @@ function rustType(s, name, ctx) {
   if (s.$ref) {
     const target = s.$ref.slice(defPrefix.length);
     if (!s.$ref.startsWith(defPrefix)) throw new Error(`$ref ${s.$ref}`);
+    if (variantOf.has(target) || fallbacks.has(target)) {
+      throw new Error(`${target} is a kind of a discriminated union: refer to the union, not to it`);
+    }
     define(target, doc.$defs[target]);
     const info = defined.get(target);
     return { t: target, def: info.defaultable, eq: info.eq };
@@ -82,6 +122,7 @@ function rustType(s, name, ctx) {
     defineEnum(name, s);
     return { t: name, def: false, eq: true };
   }
+  if (s.const !== undefined) return { t: 'String', def: true, eq: true };
   if (unionOf(s)) return untagged(name, unionOf(s), s.description);
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   if (types.length === 0) {
@@ -131,6 +172,9 @@ function rustType(s, name, ctx) {
 
 function define(name, s) {
   if (defined.has(name)) return;
+  if (fallbacks.has(name)) return; // the union's Unknown(Value)
+  const d = discriminated(s);
+  if (d) return defineTagged(name, s, d);
   const isStruct = s.type === 'object' && !unionOf(s) && !s.enum && (s.properties || s.additionalProperties === false);
   if (isStruct) return defineStruct(name, s);
   if (s.enum) return defineEnum(name, s);
@@ -152,6 +196,7 @@ function defineStruct(name, s) {
   let eq = true;
   const seen = new Set();
   for (const [prop, ps] of Object.entries(s.properties ?? {})) {
+    if (variantOf.get(name)?.member === prop) continue; // the union's enum writes it
     const field = snake(prop);
     if (seen.has(field)) throw new Error(`${name}: two members map to ${field}`);
     seen.add(field);
@@ -179,6 +224,79 @@ function defineStruct(name, s) {
   items.push(
     [...docComment(s.description), `#[derive(${derives.join(', ')})]`, `pub struct ${name} {`, ...fields, '}'].join('\n'),
   );
+}
+
+function defineTagged(name, s, d) {
+  defined.set(name, { kind: 'enum', defaultable: false, eq: true });
+  const m = JSON.stringify(d.member);
+  const variants = d.variants.map((v) => ({ ...v, variant: pascal(String(v.value)) }));
+  if (variants.some((v) => v.variant === 'Unknown')) throw new Error(`${name}: a kind named Unknown`);
+  let eq = true;
+  for (const v of variants) {
+    define(v.name, doc.$defs[v.name]);
+    eq &&= defined.get(v.name).eq;
+  }
+  defined.set(name, { kind: 'enum', defaultable: false, eq });
+  const optional = variants.find((v) => v.optional);
+  const lines = [
+    ...docComment(s.description),
+    '///',
+    `/// Told apart by \`${d.member}\`${optional ? ` (absent: \`${optional.variant}\`)` : ''}: a value whose \`${d.member}\` this version does not`,
+    `/// know (a later version's), or whose members do not match it, is \`Unknown\`, as received.`,
+    `#[derive(Debug, Clone${eq ? ', PartialEq' : ''})]`,
+    `pub enum ${name} {`,
+    ...variants.map((v) => `    /// \`${d.member}\`: ${JSON.stringify(v.value)}\n    ${v.variant}(${v.name}),`),
+    '    Unknown(Value),',
+    '}',
+    '',
+    `impl ${name} {`,
+    `    /// The \`${d.member}\` member, as on the wire (\`None\` for an \`Unknown\` value without a string one).`,
+    '    pub fn kind(&self) -> Option<&str> {',
+    '        match self {',
+    ...variants.map((v) => `            ${name}::${v.variant}(_) => Some(${JSON.stringify(v.value)}),`),
+    `            ${name}::Unknown(v) => v.get(${m}).and_then(Value::as_str),`,
+    '        }',
+    '    }',
+    '}',
+    '',
+    `impl Serialize for ${name} {`,
+    '    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {',
+    '        let (tag, value) = match self {',
+    ...variants.map((v) => `            ${name}::${v.variant}(x) => (${JSON.stringify(v.value)}, serde_json::to_value(x)),`),
+    `            ${name}::Unknown(v) => return v.serialize(serializer),`,
+    '        };',
+    '        let mut value = value.map_err(serde::ser::Error::custom)?;',
+    '        if let Value::Object(map) = &mut value {',
+    `            map.insert(${m}.to_string(), Value::String(tag.to_string()));`,
+    '        }',
+    '        value.serialize(serializer)',
+    '    }',
+    '}',
+    '',
+    `impl<'de> Deserialize<'de> for ${name} {`,
+    "    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {",
+    '        let mut map = match Value::deserialize(deserializer)? {',
+    '            Value::Object(map) => map,',
+    `            other => return Ok(${name}::Unknown(other)),`,
+    '        };',
+    `        let tag = map.remove(${m});`,
+    '        let mut rest = Value::Object(map);',
+    '        let decoded = match tag.as_ref().map(Value::as_str) {',
+    ...variants.map((v) => `            Some(Some(${JSON.stringify(v.value)})) => ${v.name}::deserialize(&rest).ok().map(${name}::${v.variant}),`),
+    ...(optional ? [`            None => ${optional.name}::deserialize(&rest).ok().map(${name}::${optional.variant}),`] : []),
+    '            _ => None,',
+    '        };',
+    '        if let Some(v) = decoded {',
+    '            return Ok(v);',
+    '        }',
+    '        if let (Some(tag), Value::Object(map)) = (tag, &mut rest) {',
+    `            map.insert(${m}.to_string(), tag);`,
+    '        }',
+    `        Ok(${name}::Unknown(rest))`,
+    '    }',
+    '}',
+  ];
+  items.push(lines.join('\n'));
 }
 
 function defineEnum(name, s) {
@@ -285,6 +403,26 @@ for (const r of doc.requests) {
 }
 reqLines.push('}');
 
+const hostReqLines = [
+  '/// The requests of the sidecar to the host, one type each (see `HostMethod`).',
+  'pub mod host_requests {',
+  '    use super::*;',
+];
+for (const r of doc.hostRequests) {
+  const n = methodName(r.method);
+  hostReqLines.push(
+    '',
+    ...docComment(r.documentation, '    '),
+    `    pub struct ${n};`,
+    `    impl HostMethod for ${n} {`,
+    `        const METHOD: &'static str = ${JSON.stringify(r.method)};`,
+    `        type Params = ${messageType(r.params, `${n}Params`)};`,
+    `        type Result = ${messageType(r.result, `${n}Result`)};`,
+    '    }',
+  );
+}
+hostReqLines.push('}');
+
 function messageEnum(enumName, list, what, paramsOf) {
   const lines = [
     `/// ${what}, parsed by method. Methods a later version adds are \`Other\`.`,
@@ -334,6 +472,14 @@ pub trait Request {
     const METHOD: &'static str;
     type Params: Serialize;
     type Result: DeserializeOwned;
+}
+
+/// A request of the sidecar to the host: its method and the types of its
+/// params and of the result the host answers.
+pub trait HostMethod {
+    const METHOD: &'static str;
+    type Params: DeserializeOwned;
+    type Result: Serialize;
 }
 `;
 
@@ -386,6 +532,7 @@ const body = [
   header,
   ...items,
   reqLines.join('\n'),
+  hostReqLines.join('\n'),
   messageEnum('Notification', sidecarNotes, 'A notification of the sidecar', (n) => n.params),
   messageEnum('HostRequest', doc.hostRequests, 'A request of the sidecar to the host', (r) => r.params),
   errorLines.join('\n'),

@@ -3,6 +3,7 @@
 //! routes what the sidecar sends back. Requests go typed (`call`, with the
 //! types of `protocol`) or as `serde_json::Value` (`request`).
 
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -18,8 +19,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::protocol::{
-    requests, HostRequest, InitializeParams, InitializeResult, Notification, Request,
-    PROTOCOL_VERSION,
+    host_requests, requests, AuthorizeParams, AuthorizeResult, CallToolResult,
+    CreateMessageResult, CreateTaskResult, ElicitParams, ElicitResult, HostMethod,
+    InitializeParams, InitializeResult, Notification, Request, RootsParams, RootsResult,
+    SampleParams, ToolsCallParams, PROTOCOL_VERSION,
 };
 
 /// The sidecar's own default frame limit; frames it sends are far smaller.
@@ -43,21 +46,29 @@ pub mod codes {
 
 // ---------------------------------------------------------------- framing
 
-/// Why a frame could not be read. Any of these ends the connection: after a
-/// bad frame there is no telling where the next one starts.
+/// Why a frame could not be read. `Io` and `Truncated` end the stream; after
+/// any other, `FrameReader` goes on with the next frame.
 #[derive(Debug)]
 pub enum FrameError {
     Io(io::Error),
-    /// A header line that is not `Name: value` ending in CRLF, or a
+    /// A header line that is not `Name: value` ending in a line break, or a
     /// `Content-Length` that is not a number.
     BadHeader(String),
     MissingContentLength,
+    /// A body over the limit; its bytes were skipped, not kept.
     TooLarge {
         length: usize,
         limit: usize,
     },
     /// The stream ended inside a frame.
     Truncated(String),
+}
+
+impl FrameError {
+    /// Whether the stream is over: nothing can be read after this error.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, FrameError::Io(_) | FrameError::Truncated(_))
+    }
 }
 
 impl fmt::Display for FrameError {
@@ -83,17 +94,35 @@ impl From<io::Error> for FrameError {
 }
 
 /// Reads one `Content-Length` framed message body. `Ok(None)` is a clean end
-/// of stream (EOF before the first byte of a frame).
+/// of stream (EOF before the first byte of a frame). A body over `max_bytes`
+/// is skipped (`TooLarge`), so the next call reads the next frame; after a
+/// bad header the position in the stream is unknown: `FrameReader` finds the
+/// next frame.
 pub fn read_frame<R: BufRead>(r: &mut R, max_bytes: usize) -> Result<Option<Vec<u8>>, FrameError> {
+    read_frame_from(r, max_bytes, None)
+}
+
+/// Reads a frame whose first header line, when given, was read already.
+fn read_frame_from<R: BufRead>(
+    r: &mut R,
+    max_bytes: usize,
+    mut first_line: Option<Vec<u8>>,
+) -> Result<Option<Vec<u8>>, FrameError> {
     let mut length: Option<usize> = None;
     let mut line = Vec::new();
-    let mut first = true;
+    let mut first = first_line.is_none();
     loop {
         line.clear();
-        let n = r
-            .by_ref()
-            .take(MAX_HEADER_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)?;
+        let n = match first_line.take() {
+            Some(given) => {
+                line = given;
+                line.len()
+            }
+            None => r
+                .by_ref()
+                .take(MAX_HEADER_LINE as u64 + 1)
+                .read_until(b'\n', &mut line)?,
+        };
         if n == 0 {
             if first {
                 return Ok(None);
@@ -113,13 +142,11 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_bytes: usize) -> Result<Option<Vec<
                 "the stream ended inside the header".into(),
             ));
         }
-        if !line.ends_with(b"\r\n") {
-            return Err(FrameError::BadHeader(format!(
-                "header line {:?} does not end with CRLF",
-                String::from_utf8_lossy(&line)
-            )));
-        }
-        let text = &line[..line.len() - 2];
+        // CRLF as LSP says, or LF alone.
+        let text = line
+            .strip_suffix(b"\r\n")
+            .or_else(|| line.strip_suffix(b"\n"))
+            .unwrap_or(&line);
         if text.is_empty() {
             break;
         }
@@ -138,6 +165,8 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_bytes: usize) -> Result<Option<Vec<
     }
     let length = length.ok_or(FrameError::MissingContentLength)?;
     if length > max_bytes {
+        // Skipped without being held, so that the next frame can be read.
+        io::copy(&mut r.by_ref().take(length as u64), &mut io::sink())?;
         return Err(FrameError::TooLarge {
             length,
             limit: max_bytes,
@@ -158,6 +187,90 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_bytes: usize) -> Result<Option<Vec<
         }
     }
     Ok(Some(body))
+}
+
+/// Reads frame after frame. A frame that cannot be read fails alone: after
+/// a bad header the reader looks for the next `Content-Length` header (as
+/// the sidecar does with what a host sends), and a body over the limit is
+/// skipped. Only the end of the stream, or a read error, ends it.
+pub struct FrameReader<R> {
+    r: R,
+    max_bytes: usize,
+    /// The last frame's header was bad: look for the next one first.
+    resync: bool,
+}
+
+impl<R: BufRead> FrameReader<R> {
+    pub fn new(r: R, max_bytes: usize) -> Self {
+        FrameReader {
+            r,
+            max_bytes,
+            resync: false,
+        }
+    }
+
+    /// The next frame's body; `Ok(None)` at the end of the stream. After an
+    /// error that `is_fatal` says is not, call again for the next frame.
+    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+        let first = if self.resync {
+            self.resync = false;
+            match self.next_header()? {
+                Some(line) => Some(line),
+                None => return Ok(None),
+            }
+        } else {
+            None
+        };
+        let res = read_frame_from(&mut self.r, self.max_bytes, first);
+        if matches!(
+            res,
+            Err(FrameError::BadHeader(_)) | Err(FrameError::MissingContentLength)
+        ) {
+            self.resync = true;
+        }
+        res
+    }
+
+    /// Skips to the next `Content-Length` header, wherever it starts (a bad
+    /// frame's body may run into it), and returns its line. `None` at the end
+    /// of the stream.
+    fn next_header(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+        const NEEDLE: &[u8] = b"content-length";
+        // The end of a piece of a long line, in case the header starts there.
+        let mut carry: Vec<u8> = Vec::new();
+        loop {
+            let mut piece = std::mem::take(&mut carry);
+            let n = self
+                .r
+                .by_ref()
+                .take(MAX_HEADER_LINE as u64)
+                .read_until(b'\n', &mut piece)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if let Some(at) = find_ignore_case(&piece, NEEDLE) {
+                let mut line = piece.split_off(at);
+                if !line.ends_with(b"\n") {
+                    // The header line goes on past this piece.
+                    self.r
+                        .by_ref()
+                        .take(MAX_HEADER_LINE as u64)
+                        .read_until(b'\n', &mut line)?;
+                }
+                return Ok(Some(line));
+            }
+            if !piece.ends_with(b"\n") {
+                let from = piece.len().saturating_sub(NEEDLE.len() - 1);
+                carry = piece.split_off(from);
+            }
+        }
+    }
+}
+
+/// Where `needle` (lowercase ASCII) first occurs in `hay`, in any case.
+fn find_ignore_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// Writes one framed message, header and body in one write.
@@ -220,9 +333,11 @@ pub enum Error {
     /// The connection is gone: the sidecar exited or closed its stdout. Says
     /// how, with the exit status when there is one.
     Closed(String),
-    /// The sidecar sent something that is not a framed JSON-RPC message. The
-    /// connection is closed, as there is no finding the next frame, and the
-    /// sidecar is told to exit (its stdin is closed).
+    /// Something the sidecar sent that this client cannot read: a frame that
+    /// does not parse, a body that is not JSON or not UTF-8, a result that
+    /// does not decode into its type. That message alone is lost: the
+    /// request it answers (when its id can be read) fails with this error,
+    /// `Options::on_malformed` is told, and the connection goes on.
     Malformed(String),
     /// No answer within the client's request timeout.
     Timeout { method: String, after: Duration },
@@ -231,6 +346,8 @@ pub enum Error {
     /// The sidecar speaks another protocol version than this crate
     /// (docs/protocol.md, "Versioning").
     Incompatible(String),
+    /// A call the client refuses before sending it; the message says why.
+    Usage(String),
 }
 
 impl fmt::Display for Error {
@@ -248,6 +365,7 @@ impl fmt::Display for Error {
             }
             Error::Io(why) => write!(f, "{why}"),
             Error::Incompatible(why) => write!(f, "{why}"),
+            Error::Usage(why) => write!(f, "{why}"),
         }
     }
 }
@@ -270,16 +388,30 @@ impl Error {
 /// the client's dispatcher thread.
 pub type NotificationHandler = Box<dyn Fn(&str, Value) + Send>;
 
-/// Answers a sidecar -> host request (`mcp/elicit`, `mcp/roots`, `mcp/sample`).
-/// Runs on a thread of its own per request, so it may block (ask the user)
-/// for long.
+/// Called with each message of the sidecar this client could not read
+/// (`Error::Malformed`), on the dispatcher thread, in order with the
+/// notifications.
+pub type MalformedHandler = Box<dyn Fn(&Error) + Send>;
+
+/// Answers a sidecar -> host request (`mcp/elicit`, `mcp/roots`, `mcp/sample`,
+/// `mcp/authorize`, or one a later version adds) untyped, by method. Runs on
+/// a thread of its own per request, so it may block (ask the user) for long.
 pub type RequestHandler = Arc<dyn Fn(&str, Value) -> Result<Value, RpcError> + Send + Sync>;
 
-/// Answers a sidecar -> host request, parsed. The flag says when the server
-/// gave up on it (the sidecar sent `$/cancelRequest`): the handler may stop
-/// asking its user, and its answer is dropped.
-pub type HostRequestHandler =
-    Arc<dyn Fn(HostRequest, CancelFlag) -> Result<Value, RpcError> + Send + Sync>;
+/// One typed handler with its params decoded and its result encoded.
+type TypedHandler = Arc<dyn Fn(Value, CancelFlag) -> Result<Value, RpcError> + Send + Sync>;
+
+/// The typed handlers of the sidecar's requests, by method: set them with
+/// `Options::on_elicit`, `on_roots`, `on_sample`, `on_authorize` or `on`.
+#[derive(Clone, Default)]
+pub struct HostHandlers(HashMap<&'static str, TypedHandler>);
+
+impl HostHandlers {
+    /// Whether a handler of `method` is set.
+    pub fn handles(&self, method: &str) -> bool {
+        self.0.contains_key(method)
+    }
+}
 
 /// Set when the sidecar cancelled the request a handler answers.
 #[derive(Clone, Default)]
@@ -311,11 +443,14 @@ pub struct Options {
     pub request_timeout: Duration,
     pub max_frame_bytes: usize,
     pub on_notification: Option<NotificationHandler>,
-    /// Without one (and without `on_host_request`), sidecar requests are
-    /// answered with -32601.
+    /// Without one, what the client cannot read is written to stderr.
+    pub on_malformed: Option<MalformedHandler>,
+    /// The typed handlers of sidecar requests; they take precedence over
+    /// `on_request`.
+    pub host_handlers: HostHandlers,
+    /// Answers the sidecar requests no typed handler takes; without one,
+    /// they are answered -32601.
     pub on_request: Option<RequestHandler>,
-    /// The typed form of `on_request`; it takes precedence.
-    pub on_host_request: Option<HostRequestHandler>,
 }
 
 impl Options {
@@ -332,13 +467,82 @@ impl Options {
         self
     }
 
-    /// Sets `on_host_request`.
-    pub fn with_host_requests(
-        mut self,
-        f: impl Fn(HostRequest, CancelFlag) -> Result<Value, RpcError> + Send + Sync + 'static,
-    ) -> Self {
-        self.on_host_request = Some(Arc::new(f));
+    /// Sets `on_malformed`.
+    pub fn with_malformed(mut self, f: impl Fn(&Error) + Send + 'static) -> Self {
+        self.on_malformed = Some(Box::new(f));
         self
+    }
+
+    /// Answers the sidecar's request `R` (see `protocol::host_requests`) with
+    /// `f`, on a thread of its own per request, so `f` may wait for the user.
+    /// The flag says when the server gave up on the request (the sidecar sent
+    /// `$/cancelRequest`): `f` may stop asking its user, and its answer is
+    /// dropped. Params that do not decode are answered -32602 without
+    /// calling `f`. A later handler of the same method replaces this one.
+    pub fn on<R: HostMethod>(
+        mut self,
+        f: impl Fn(R::Params, CancelFlag) -> Result<R::Result, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        let typed: TypedHandler = Arc::new(move |params: Value, flag: CancelFlag| {
+            let params: R::Params = serde_json::from_value(params).map_err(|e| {
+                RpcError::new(
+                    codes::INVALID_PARAMS,
+                    format!("{}: params the host cannot read: {e}", R::METHOD),
+                )
+            })?;
+            let result = f(params, flag)?;
+            serde_json::to_value(result).map_err(|e| {
+                RpcError::new(
+                    codes::INTERNAL_ERROR,
+                    format!("{}: encoding the host's answer: {e}", R::METHOD),
+                )
+            })
+        });
+        self.host_handlers.0.insert(R::METHOD, typed);
+        self
+    }
+
+    /// Answers `mcp/elicit` (declare `capabilities.elicitation` in
+    /// `initialize`): `p.params` is a form, a URL elicitation, or a mode this
+    /// version does not know; `ElicitResult::accept`, `decline`, `cancel`.
+    pub fn on_elicit(
+        self,
+        f: impl Fn(ElicitParams, CancelFlag) -> Result<ElicitResult, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        self.on::<host_requests::Elicit>(f)
+    }
+
+    /// Answers `mcp/roots` (declare `capabilities.roots`).
+    pub fn on_roots(
+        self,
+        f: impl Fn(RootsParams, CancelFlag) -> Result<RootsResult, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        self.on::<host_requests::Roots>(f)
+    }
+
+    /// Answers `mcp/sample` (declare `capabilities.sampling`).
+    pub fn on_sample(
+        self,
+        f: impl Fn(SampleParams, CancelFlag) -> Result<CreateMessageResult, RpcError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.on::<host_requests::Sample>(f)
+    }
+
+    /// Answers `mcp/authorize` (declare `capabilities.authorization`): open
+    /// `p.authorization_url` for the user, then answer `AuthorizeResult`
+    /// (`Default` once it is open; `cancelled` when the user declined;
+    /// `redirect_url` from a host that catches the redirect).
+    pub fn on_authorize(
+        self,
+        f: impl Fn(AuthorizeParams, CancelFlag) -> Result<AuthorizeResult, RpcError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.on::<host_requests::Authorize>(f)
     }
 }
 
@@ -348,8 +552,9 @@ impl Default for Options {
             request_timeout: Duration::from_secs(60),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             on_notification: None,
+            on_malformed: None,
+            host_handlers: HostHandlers::default(),
             on_request: None,
-            on_host_request: None,
         }
     }
 }
@@ -393,6 +598,15 @@ impl Shared {
                 Error::Io(format!("writing to the sidecar: {e}"))
             }
         })
+    }
+
+    /// Why the connection ended when the sidecar's stdout did (`what`): its
+    /// exit status, when it exits at once, as it does.
+    fn ended(&self, what: &str) -> Error {
+        match self.exit_status_within(Duration::from_secs(2)) {
+            Some(st) => Error::Closed(format!("the sidecar exited ({st})")),
+            None => Error::Closed(format!("the sidecar {what}")),
+        }
     }
 
     fn closed_reason(&self) -> Option<Error> {
@@ -467,41 +681,42 @@ impl SidecarClient {
             host_requests: Mutex::new(HashMap::new()),
         });
 
-        let (note_tx, note_rx) = mpsc::channel::<(String, Value)>();
+        let (event_tx, event_rx) = mpsc::channel::<Event>();
         let on_notification = options.on_notification;
+        let on_malformed = options.on_malformed;
         thread::Builder::new()
             .name("sidecar-notifications".into())
             .spawn(move || {
-                // Ends when the reader thread drops note_tx.
-                for (method, params) in note_rx {
-                    if let Some(f) = &on_notification {
-                        f(&method, params);
+                // Ends when the reader thread drops event_tx.
+                for event in event_rx {
+                    match event {
+                        Event::Notification(method, params) => {
+                            if let Some(f) = &on_notification {
+                                f(&method, params);
+                            }
+                        }
+                        Event::Malformed(e) => match &on_malformed {
+                            Some(f) => f(&e),
+                            None => eprintln!("mcp-sidecar-client: {e}"),
+                        },
                     }
                 }
             })
             .map_err(|e| Error::Io(format!("starting the notification thread: {e}")))?;
 
         let reader_shared = Arc::clone(&shared);
-        let on_request = Handlers {
+        let handlers = Handlers {
+            typed: options.host_handlers,
             raw: options.on_request,
-            typed: options.on_host_request,
         };
         let max = options.max_frame_bytes;
         thread::Builder::new()
             .name("sidecar-reader".into())
             .spawn(move || {
-                let mut r = BufReader::new(stdout);
-                let why = read_loop(&mut r, max, &reader_shared, &note_tx, on_request);
-                drop(note_tx);
-                let malformed = matches!(why, Error::Malformed(_));
+                let mut frames = FrameReader::new(BufReader::new(stdout), max);
+                let why = read_loop(&mut frames, &reader_shared, &event_tx, &handlers);
+                drop(event_tx);
                 reader_shared.close(why);
-                if malformed {
-                    // A sidecar that sends garbage is broken. EOF on its stdin
-                    // tells it to end its servers and exit; its stdout is
-                    // drained meanwhile so that it never blocks on a write.
-                    reader_shared.stdin.lock().unwrap().take();
-                    let _ = io::copy(&mut r, &mut io::sink());
-                }
             })
             .map_err(|e| Error::Io(format!("starting the reader thread: {e}")))?;
 
@@ -583,6 +798,36 @@ impl SidecarClient {
             pending: self.start_text(R::METHOD, text.as_deref())?,
             _request: PhantomData,
         })
+    }
+
+    /// `tools/call` without a task: the server's `CallToolResult`, with no
+    /// enum to match (`text()`, `structured()`). Params with a `task` are
+    /// refused (`Error::Usage`): call those with `call_tool_task`.
+    pub fn call_tool(&self, params: &ToolsCallParams) -> Result<CallToolResult, Error> {
+        if params.task.is_some() {
+            return Err(Error::Usage(
+                "call_tool: the params have a task, whose answer is a CreateTaskResult: use call_tool_task".into(),
+            ));
+        }
+        self.start_call::<requests::ToolsCall>(params)?.wait_as()
+    }
+
+    /// `tools/call` as a task (MCP tasks): with `params.task`, or `{}` when it
+    /// has none. The answer is the server's `CreateTaskResult`; follow the
+    /// task with `tasks/get`, `tasks/result` (`call::<requests::TasksResult>`)
+    /// and `mcp/taskStatus`.
+    pub fn call_tool_task(&self, params: &ToolsCallParams) -> Result<CreateTaskResult, Error> {
+        let with_task;
+        let params = if params.task.is_some() {
+            params
+        } else {
+            with_task = ToolsCallParams {
+                task: Some(Default::default()),
+                ..params.clone()
+            };
+            &with_task
+        };
+        self.start_call::<requests::ToolsCall>(params)?.wait_as()
     }
 
     /// `initialize`, then `initialized`. Fails with `Error::Incompatible`
@@ -728,6 +973,13 @@ impl<R: Request> TypedRequest<'_, R> {
 
     /// Waits for the result, decoded from the bytes the sidecar sent.
     pub fn wait(self) -> Result<R::Result, Error> {
+        self.wait_as()
+    }
+
+    /// Waits for the result and decodes it as `T`: one type of a result
+    /// that may be several (`CallToolResult` of a `tools/call` without a
+    /// task).
+    pub fn wait_as<T: DeserializeOwned>(self) -> Result<T, Error> {
         let raw = self.pending.wait_raw()?;
         serde_json::from_str(raw.get())
             .map_err(|e| Error::Malformed(format!("the result of {}: {e}", R::METHOD)))
@@ -761,67 +1013,76 @@ pub fn object_with_raw(
 
 // ------------------------------------------------------------ reader side
 
+/// What the reader thread hands the dispatcher thread, in arrival order.
+enum Event {
+    Notification(String, Value),
+    Malformed(Error),
+}
+
 /// The handlers of the sidecar's requests.
 #[derive(Clone)]
 struct Handlers {
+    typed: HostHandlers,
     raw: Option<RequestHandler>,
-    typed: Option<HostRequestHandler>,
 }
 
-/// Reads frames until the stream ends or breaks, and says why it ended.
+/// Reads frames until the stream ends, and says why it ended. A frame or a
+/// message that cannot be read fails alone: it is reported, and the next
+/// one is read.
 fn read_loop<R: BufRead>(
-    r: &mut R,
-    max: usize,
+    frames: &mut FrameReader<R>,
     shared: &Arc<Shared>,
-    notes: &mpsc::Sender<(String, Value)>,
-    on_request: Handlers,
+    events: &mpsc::Sender<Event>,
+    handlers: &Handlers,
 ) -> Error {
     loop {
-        let body = match read_frame(r, max) {
-            Ok(Some(body)) => body,
-            Ok(None) => {
-                // Exit and EOF arrive together; give the status a moment.
-                return match shared.exit_status_within(Duration::from_secs(2)) {
-                    Some(st) => Error::Closed(format!("the sidecar exited ({st})")),
-                    None => Error::Closed("the sidecar closed its stdout".into()),
-                };
-            }
+        match frames.next_frame() {
+            Ok(Some(body)) => route(&body, shared, events, handlers),
+            Ok(None) => return shared.ended("closed its stdout"),
             Err(FrameError::Io(e)) => {
                 return Error::Closed(format!("reading from the sidecar: {e}"))
             }
-            Err(e) => return Error::Malformed(e.to_string()),
-        };
-        if let Err(why) = route(&body, shared, notes, &on_request) {
-            return why;
+            Err(e @ FrameError::Truncated(_)) => {
+                return shared.ended(&format!("closed its stdout inside a frame ({e})"))
+            }
+            Err(e) => {
+                let _ = events.send(Event::Malformed(Error::Malformed(e.to_string())));
+            }
         }
     }
 }
 
 /// Hands one message to whoever waits for it.
-fn route(
-    body: &[u8],
-    shared: &Arc<Shared>,
-    notes: &mpsc::Sender<(String, Value)>,
-    on_request: &Handlers,
-) -> Result<(), Error> {
-    let malformed = |why: String| {
-        Error::Malformed(format!(
-            "{why}: {}",
-            String::from_utf8_lossy(&body[..body.len().min(200)])
-        ))
-    };
+fn route(body: &[u8], shared: &Arc<Shared>, events: &mpsc::Sender<Event>, handlers: &Handlers) {
     // Fields stay raw so a result reaches the caller as the sidecar wrote it.
-    let msg: HashMap<String, Box<RawValue>> =
-        serde_json::from_slice(body).map_err(|e| malformed(format!("not a JSON object ({e})")))?;
-    let id = msg.get("id").filter(|id| id.get() != "null");
+    let msg: HashMap<String, Box<RawValue>> = match serde_json::from_slice(body) {
+        Ok(msg) => msg,
+        Err(e) => {
+            let why = match std::str::from_utf8(body) {
+                Err(u) => format!("a message that is not UTF-8 (byte {})", u.valid_up_to()),
+                Ok(_) => format!("a message that is not a JSON object ({e})"),
+            };
+            let (id, is_request) = recover_id(&String::from_utf8_lossy(body));
+            return fail(body, id, is_request, &why, shared, events);
+        }
+    };
+    let id = msg
+        .get("id")
+        .map(|id| id.get().to_string())
+        .filter(|id| id != "null");
     let parse = |raw: Option<&Box<RawValue>>| -> Value {
         raw.and_then(|r| serde_json::from_str(r.get()).ok())
             .unwrap_or(Value::Null)
     };
 
     if let Some(method) = msg.get("method") {
-        let method: String = serde_json::from_str(method.get())
-            .map_err(|_| malformed("method is not a string".into()))?;
+        let method: String = match serde_json::from_str(method.get()) {
+            Ok(m) => m,
+            Err(_) => {
+                let is_request = id.is_some();
+                return fail(body, id, is_request, "a method that is not a string", shared, events);
+            }
+        };
         let params = parse(msg.get("params"));
         match id {
             None => {
@@ -833,77 +1094,28 @@ fn route(
                         }
                     }
                 }
-                let _ = notes.send((method, params));
+                let _ = events.send(Event::Notification(method, params));
             }
-            Some(id) => {
-                let id = id.get().to_string();
-                let flag = CancelFlag::default();
-                shared.host_requests.lock().unwrap().insert(id.clone(), flag.clone());
-                let handlers = on_request.clone();
-                let shared = Arc::clone(shared);
-                thread::spawn(move || {
-                    // A handler that panics still gets the sidecar an answer,
-                    // which would otherwise wait for it.
-                    let panicked = |_| {
-                        Err(RpcError::new(
-                            codes::INTERNAL_ERROR,
-                            format!("the host's handler for {method} panicked"),
-                        ))
-                    };
-                    let answer = match (&handlers.typed, &handlers.raw) {
-                        (Some(h), _) => match HostRequest::parse(&method, params) {
-                            Ok(req) => panic::catch_unwind(AssertUnwindSafe(|| h(req, flag)))
-                                .unwrap_or_else(panicked),
-                            Err(e) => Err(RpcError::new(
-                                codes::INVALID_PARAMS,
-                                format!("{method}: params the host cannot read: {e}"),
-                            )),
-                        },
-                        (None, Some(h)) => panic::catch_unwind(AssertUnwindSafe(|| h(&method, params)))
-                            .unwrap_or_else(panicked),
-                        (None, None) => Err(RpcError::new(
-                            codes::METHOD_NOT_FOUND,
-                            format!("this host does not handle {method}"),
-                        )),
-                    };
-                    shared.host_requests.lock().unwrap().remove(&id);
-                    let body = match answer {
-                        Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
-                        Err(e) => {
-                            format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#, e.to_json())
-                        }
-                    };
-                    // If the sidecar is gone, the reader thread reports it.
-                    let _ = shared.write(&body);
-                });
-            }
+            Some(id) => answer_host_request(id, method, params, shared, handlers),
         }
-        return Ok(());
+        return;
     }
 
     let id = match id {
         Some(id) => id,
         None if !msg.contains_key("error") => {
-            return Err(malformed(
-                "neither a request, a notification nor a response".into(),
-            ))
+            return fail(body, None, false, "neither a request, a notification nor a response", shared, events);
         }
         None => {
             // An error for a message the sidecar could not read far enough to
             // find its id: nobody waits for it, and the connection goes on.
             eprintln!(
-                "sidecar-client: the sidecar reported an error with no id: {}",
-                String::from_utf8_lossy(body)
+                "mcp-sidecar-client: the sidecar reported an error with no id: {}",
+                excerpt(body)
             );
-            return Ok(());
+            return;
         }
     };
-    let id: u64 = serde_json::from_str(id.get()).map_err(|_| {
-        malformed(format!(
-            "response id {} is not one this client sent",
-            id.get()
-        ))
-    })?;
     let reply: Reply = if let Some(err) = msg.get("error") {
         let err = parse(Some(err));
         Err(Error::Rpc(RpcError {
@@ -918,14 +1130,247 @@ fn route(
     } else {
         match msg.get("result") {
             Some(r) => Ok(r.clone()),
-            None => Err(malformed("response has neither result nor error".into())),
+            None => {
+                return fail(body, Some(id), false, "a response with neither result nor error", shared, events);
+            }
         }
     };
-    // A waiter that timed out is gone; its late answer is dropped.
-    if let Some(tx) = shared.pending.lock().unwrap().waiters.remove(&id) {
-        let _ = tx.send(reply);
+    let waiter = id
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| shared.pending.lock().unwrap().waiters.remove(&n));
+    match waiter {
+        // A waiter that timed out is gone; its late answer is dropped.
+        Some(tx) => {
+            let _ = tx.send(reply);
+        }
+        None if id.parse::<u64>().is_err() => {
+            fail(body, None, false, &format!("a response to id {id}, which this client never sends"), shared, events);
+        }
+        None => {}
     }
-    Ok(())
+}
+
+/// Answers a request of the sidecar on a thread of its own, so that a
+/// handler that waits for its user holds up nothing else.
+fn answer_host_request(id: String, method: String, params: Value, shared: &Arc<Shared>, handlers: &Handlers) {
+    let flag = CancelFlag::default();
+    shared.host_requests.lock().unwrap().insert(id.clone(), flag.clone());
+    let handlers = handlers.clone();
+    let shared = Arc::clone(shared);
+    thread::spawn(move || {
+        // A handler that panics still gets the sidecar an answer, which
+        // would otherwise wait for it.
+        let panicked = |_| {
+            Err(RpcError::new(
+                codes::INTERNAL_ERROR,
+                format!("the host's handler for {method} panicked"),
+            ))
+        };
+        let answer = match (handlers.typed.0.get(method.as_str()), &handlers.raw) {
+            (Some(h), _) => panic::catch_unwind(AssertUnwindSafe(|| h(params, flag)))
+                .unwrap_or_else(panicked),
+            (None, Some(h)) => panic::catch_unwind(AssertUnwindSafe(|| h(&method, params)))
+                .unwrap_or_else(panicked),
+            (None, None) => Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("this host does not handle {method}"),
+            )),
+        };
+        shared.host_requests.lock().unwrap().remove(&id);
+        let body = match answer {
+            Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
+            Err(e) => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#, e.to_json()),
+        };
+        // If the sidecar is gone, the reader thread reports it.
+        let _ = shared.write(&body);
+    });
+}
+
+/// Fails one message this client cannot read: the request it answers (id
+/// known, not a request) gets `Error::Malformed`, a request of the sidecar
+/// (id known) is answered -32700 so that its server is not left waiting, and
+/// the app is told.
+fn fail(
+    body: &[u8],
+    id: Option<String>,
+    is_request: bool,
+    why: &str,
+    shared: &Arc<Shared>,
+    events: &mpsc::Sender<Event>,
+) {
+    let err = Error::Malformed(format!("the sidecar sent {why}: {}", excerpt(body)));
+    match id {
+        Some(id) if is_request => {
+            let e = RpcError::new(
+                codes::PARSE_ERROR,
+                format!("the host could not read the request: it is {why}"),
+            );
+            let _ = shared.write(&format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#, e.to_json()));
+        }
+        Some(id) => {
+            let waiter = id
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| shared.pending.lock().unwrap().waiters.remove(&n));
+            if let Some(tx) = waiter {
+                let _ = tx.send(Err(err.clone()));
+            }
+        }
+        None => {}
+    }
+    let _ = events.send(Event::Malformed(err));
+}
+
+/// The start of a message, for an error that quotes it.
+fn excerpt(body: &[u8]) -> String {
+    const MAX: usize = 200;
+    let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]);
+    if body.len() > MAX {
+        format!("{text}...")
+    } else {
+        text.into_owned()
+    }
+}
+
+/// The id of a message that does not decode (its JSON text, `None` when it
+/// has none or it cannot be found), and whether it has a method (a request
+/// of the sidecar). The text parses when only its UTF-8 was bad (it is
+/// lossy); otherwise its top-level members are read up to the first error.
+fn recover_id(text: &str) -> (Option<String>, bool) {
+    if let Ok(msg) = serde_json::from_str::<HashMap<String, Box<RawValue>>>(text) {
+        let id = msg
+            .get("id")
+            .map(|id| id.get().to_string())
+            .filter(|id| is_id(id));
+        return (id, msg.contains_key("method"));
+    }
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let (mut id, mut method) = (None, false);
+    if !s.eat(b'{') {
+        return (None, false);
+    }
+    loop {
+        let key = match s.string() {
+            Some(k) => k,
+            None => break,
+        };
+        if !s.eat(b':') {
+            break;
+        }
+        let value = match s.value() {
+            Some(v) => v,
+            None => break,
+        };
+        match key {
+            "\"id\"" if is_id(value) => id = Some(value.to_string()),
+            "\"method\"" => method = true,
+            _ => {}
+        }
+        if !s.eat(b',') {
+            break;
+        }
+    }
+    (id, method)
+}
+
+/// Whether JSON text is an id: a number or a string.
+fn is_id(text: &str) -> bool {
+    matches!(text.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+}
+
+/// Reads JSON tokens from the start of a text that may break off anywhere.
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    /// Skips whitespace and `c`; false when `c` is not next.
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn text(&self, from: usize) -> &'a str {
+        std::str::from_utf8(&self.b[from..self.i]).unwrap_or("")
+    }
+
+    /// A string token, quotes included.
+    fn string(&mut self) -> Option<&'a str> {
+        self.ws();
+        let from = self.i;
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        self.i += 1;
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    return Some(self.text(from));
+                }
+                _ => self.i += 1,
+            }
+        }
+        None
+    }
+
+    /// One value's text: a string, a scalar, or an object or array skipped
+    /// to its end.
+    fn value(&mut self) -> Option<&'a str> {
+        self.ws();
+        let from = self.i;
+        match *self.b.get(self.i)? {
+            b'"' => return self.string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                while self.i < self.b.len() {
+                    match self.b[self.i] {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                return Some(self.text(from));
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+                None
+            }
+            _ => {
+                while self.i < self.b.len()
+                    && !matches!(self.b[self.i], b',' | b'}' | b']')
+                    && !self.b[self.i].is_ascii_whitespace()
+                {
+                    self.i += 1;
+                }
+                (self.i > from && self.i < self.b.len()).then(|| self.text(from))
+            }
+        }
+    }
 }
 
 // ------------------------------------------------------------------ tests
@@ -934,17 +1379,21 @@ fn route(
 mod tests {
     use super::*;
 
-    /// What successive `read_frame` calls return, up to the first that is
-    /// not a frame.
+    /// What successive `FrameReader::next_frame` calls return, up to the
+    /// end of the stream or an error that ends it.
     type Reads = Vec<Result<Option<Vec<u8>>, String>>;
 
     fn read_all(input: &[u8]) -> Reads {
-        let mut r = io::BufReader::new(input);
+        let mut frames = FrameReader::new(io::BufReader::new(input), 64);
         let mut out = Vec::new();
         loop {
-            let res = read_frame(&mut r, 64).map_err(|e| e.to_string());
-            let stop = !matches!(res, Ok(Some(_)));
-            out.push(res);
+            let res = frames.next_frame();
+            let stop = match &res {
+                Ok(None) => true,
+                Err(e) => e.is_fatal(),
+                Ok(Some(_)) => false,
+            };
+            out.push(res.map_err(|e| e.to_string()));
             if stop {
                 return out;
             }
@@ -954,6 +1403,18 @@ mod tests {
     #[test]
     fn frames() {
         let ok = |s: &str| Ok(Some(s.as_bytes().to_vec()));
+        let long_then_frame = [vec![b'a'; 9000], b"Content-Length: 2\r\n\r\n{}".to_vec()].concat();
+        // The next header starts 2 bytes before the end of the first piece
+        // the search for it reads (the bad line's first 8193 bytes, then
+        // 8192 at a time).
+        let header_across_pieces =
+            [vec![b'a'; 8193 + 8190], b"Content-Length: 2\r\n\r\n[]".to_vec()].concat();
+        let too_large = [
+            b"Content-Length: 65\r\n\r\n".to_vec(),
+            vec![b'x'; 65],
+            b"Content-Length: 2\r\n\r\n{}".to_vec(),
+        ]
+        .concat();
         let cases: Vec<(&str, &[u8], Reads)> = vec![
             ("empty stream", b"", vec![Ok(None)]),
             (
@@ -961,26 +1422,66 @@ mod tests {
                 b"Content-Length: 2\r\n\r\n{}content-length:3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[1]",
                 vec![ok("{}"), ok("[1]"), Ok(None)],
             ),
+            ("LF alone", b"Content-Length: 2\n\n{}", vec![ok("{}"), Ok(None)]),
             (
-                "header without colon",
-                b"Content-Length 2\r\n\r\n{}",
-                vec![Err(r#"bad frame header: header line "Content-Length 2" has no colon"#.into())],
+                "header without colon, then a frame",
+                b"Content-Length 2\r\n\r\n{}Content-Length: 3\r\n\r\n[1]",
+                vec![
+                    Err(r#"bad frame header: header line "Content-Length 2" has no colon"#.into()),
+                    ok("[1]"),
+                    Ok(None),
+                ],
             ),
             (
-                "bare LF",
-                b"Content-Length: 2\n\n{}",
-                vec![Err(r#"bad frame header: header line "Content-Length: 2\n" does not end with CRLF"#.into())],
+                "a bad frame's body runs into the next header",
+                b"Content-Length: 2\r\nbogus\r\n\r\n{}Content-Length: 2\r\n\r\n[]",
+                vec![
+                    Err(r#"bad frame header: header line "bogus" has no colon"#.into()),
+                    ok("[]"),
+                    Ok(None),
+                ],
             ),
             (
                 "length not a number",
-                b"Content-Length: -1\r\n\r\n",
-                vec![Err(r#"bad frame header: Content-Length "-1" is not a number"#.into())],
+                b"Content-Length: -1\r\n\r\nContent-Length: 2\r\n\r\n{}",
+                vec![
+                    Err(r#"bad frame header: Content-Length "-1" is not a number"#.into()),
+                    ok("{}"),
+                    Ok(None),
+                ],
             ),
-            ("no length", b"Content-Type: x\r\n\r\n{}", vec![Err("frame header has no Content-Length".into())]),
             (
-                "over the limit",
-                b"Content-Length: 65\r\n\r\n",
-                vec![Err("frame of 65 bytes is over the limit of 64".into())],
+                "no length",
+                b"Content-Type: x\r\n\r\n{}Content-Length: 2\r\n\r\n[]",
+                vec![Err("frame header has no Content-Length".into()), ok("[]"), Ok(None)],
+            ),
+            (
+                "over the limit: skipped",
+                &too_large,
+                vec![Err("frame of 65 bytes is over the limit of 64".into()), ok("{}"), Ok(None)],
+            ),
+            (
+                "header line over the limit",
+                &long_then_frame,
+                vec![
+                    Err("bad frame header: header line longer than 8192 bytes".into()),
+                    ok("{}"),
+                    Ok(None),
+                ],
+            ),
+            (
+                "the next header across two pieces of a long line",
+                &header_across_pieces,
+                vec![
+                    Err("bad frame header: header line longer than 8192 bytes".into()),
+                    ok("[]"),
+                    Ok(None),
+                ],
+            ),
+            (
+                "garbage, then the end",
+                b"hello\r\nworld",
+                vec![Err(r#"bad frame header: header line "hello" has no colon"#.into()), Ok(None)],
             ),
             (
                 "short body",
@@ -995,6 +1496,24 @@ mod tests {
         ];
         for (name, input, want) in cases {
             assert_eq!(read_all(input), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn recovers_ids_of_messages_that_do_not_decode() {
+        let cases: Vec<(&str, &str, Option<&str>, bool)> = vec![
+            ("lossy text that parses", r#"{"jsonrpc":"2.0","id":7,"result":{"t":"�"}}"#, Some("7"), false),
+            ("a request", r#"{"id":"q","jsonrpc":"2.0","method":"mcp/roots","params":{"#, Some(r#""q""#), true),
+            ("broken after the id", r#"{"jsonrpc":"2.0","id":12,"result":{"a":[1,{"b":"}"}],"c":"#, Some("12"), false),
+            ("id after a nested member", r#"{"result":{"id":1,"x":"]"},"id":3,"jsonrpc":"2.0","bad"#, Some("3"), false),
+            ("only a nested id", r#"{"result":{"id":1,"x":2"#, None, false),
+            ("an id cut short", r#"{"jsonrpc":"2.0","id":12"#, None, false),
+            ("a null id", r#"{"jsonrpc":"2.0","id":null,"error":"#, None, false),
+            ("not an object", r#"[{"id":1}"#, None, false),
+            ("escapes in strings", r#"{"a":"\"id\":9","id":-4,"#, Some("-4"), false),
+        ];
+        for (name, text, id, is_request) in cases {
+            assert_eq!(recover_id(text), (id.map(String::from), is_request), "{name}");
         }
     }
 
@@ -1045,13 +1564,96 @@ mod tests {
         ));
     }
 
+    /// A raw byte stream with a message of each kind the client cannot
+    /// read, each followed by good ones: every bad message fails alone (the
+    /// request it answers fails, a request of the sidecar is answered
+    /// -32700, the app is told), and the connection goes on.
     #[test]
-    fn malformed_frame_closes_the_connection() {
-        let client = sh(r#"printf 'Content-Length: 2\r\nbogus\r\n\r\n{}'; exec cat >/dev/null"#);
-        match client.request("initialize", json!({})) {
-            Err(Error::Malformed(why)) => assert!(why.contains(r#""bogus" has no colon"#), "{why}"),
-            other => panic!("want Malformed, got {other:?}"),
+    fn bad_messages_fail_alone() {
+        let frame = |body: &[u8]| [format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes(), body.to_vec()].concat();
+        let dir = std::env::temp_dir().join(format!("sidecar-client-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad_response = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}".to_vec();
+        let bad_request = b"{\"id\":\"q\",\"jsonrpc\":\"2.0\",\"method\":\"mcp/roots\",\"params\":{\"x\":\"\xfe\"}}".to_vec();
+        let bad_note = b"{\"jsonrpc\":\"2.0\",\"method\":\"mcp/log\",\"params\":{\"data\":\"\xff\"}}".to_vec();
+        let bad_at = |body: &[u8]| std::str::from_utf8(body).unwrap_err().valid_up_to();
+        let stream = [
+            frame(&bad_response),
+            frame(&bad_request),
+            b"Content-Length: 5\r\nbogus\r\n\r\nhello".to_vec(),
+            frame(&vec![b'x'; 5000]),
+            frame(br#"{"jsonrpc":"2.0","id":2,"result":{"a":"#),
+            frame(&bad_note),
+            frame(br#"{"jsonrpc":"2.0","method":"mcp/log","params":{"server":"s","level":"info","data":"after"}}"#),
+            frame(br#"{"jsonrpc":"2.0","id":3,"result":{"ok":true}}"#),
+        ]
+        .concat();
+        let peer_out = dir.join("peer-out");
+        let peer_in = dir.join("peer-in");
+        std::fs::write(&peer_out, &stream).unwrap();
+        let requests: Vec<u8> = (1..=3)
+            .flat_map(|i| frame(format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"m","params":{{}}}}"#).as_bytes()))
+            .collect();
+        let byte = bad_at(&bad_request);
+        let answer = String::from_utf8(frame(
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"q","error":{{"code":-32700,"message":"the host could not read the request: it is a message that is not UTF-8 (byte {byte})"}}}}"#
+            )
+            .as_bytes(),
+        ))
+        .unwrap();
+        let script = format!(
+            "head -c {} >/dev/null && cat '{}' && head -c {} > '{}'",
+            requests.len(),
+            peer_out.display(),
+            answer.len(),
+            peer_in.display()
+        );
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &script]);
+        let (malformed_tx, malformed_rx) = mpsc::channel::<String>();
+        let (note_tx, note_rx) = mpsc::channel::<Value>();
+        let options = Options {
+            request_timeout: Duration::from_secs(20),
+            max_frame_bytes: 4096,
+            on_notification: Some(Box::new(move |_, params| {
+                let _ = note_tx.send(params);
+            })),
+            ..Options::default()
         }
+        .with_malformed(move |e| {
+            let _ = malformed_tx.send(e.to_string());
+        });
+        let client = SidecarClient::spawn(cmd, options).unwrap();
+        let pending: Vec<PendingRequest<'_>> = (0..3).map(|_| client.start("m", json!({})).unwrap()).collect();
+        let mut results = pending.into_iter().map(|p| p.wait());
+        let want_malformed = |r: Option<Result<Value, Error>>, what: &str| match r {
+            Some(Err(Error::Malformed(why))) => assert!(why.contains(what), "{why}"),
+            other => panic!("want Malformed ({what}), got {other:?}"),
+        };
+        want_malformed(results.next(), &format!("not UTF-8 (byte {})", bad_at(&bad_response)));
+        want_malformed(results.next(), "not a JSON object (EOF while parsing");
+        assert_eq!(results.next().unwrap().unwrap(), json!({"ok": true}));
+
+        let wait = Duration::from_secs(20);
+        let reported: Vec<String> = (0..6).map(|_| malformed_rx.recv_timeout(wait).expect("six reports")).collect();
+        let want = [
+            format!("the sidecar sent a message that is not UTF-8 (byte {}): {{\"jsonrpc\":\"2.0\",\"id\":1,", bad_at(&bad_response)),
+            format!("the sidecar sent a message that is not UTF-8 (byte {byte}): {{\"id\":\"q\""),
+            r#"bad frame header: header line "bogus" has no colon"#.to_string(),
+            "frame of 5000 bytes is over the limit of 4096".to_string(),
+            "the sidecar sent a message that is not a JSON object (EOF while parsing".to_string(),
+            format!("the sidecar sent a message that is not UTF-8 (byte {}): {{\"jsonrpc\":\"2.0\",\"method\":\"mcp/log\"", bad_at(&bad_note)),
+        ];
+        for (got, want) in reported.iter().zip(&want) {
+            assert!(got.contains(want), "report {got:?} does not say {want:?}");
+        }
+        assert_eq!(note_rx.recv_timeout(wait).unwrap()["data"], "after", "the good notification after the bad one");
+        // The peer exits once it has read the host's whole answer to "q".
+        let status = client.wait_exit(wait).unwrap();
+        assert!(status.success(), "peer: {status}");
+        assert_eq!(std::fs::read_to_string(&peer_in).unwrap(), answer);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -22,6 +22,14 @@ pub trait Request {
     type Result: DeserializeOwned;
 }
 
+/// A request of the sidecar to the host: its method and the types of its
+/// params and of the result the host answers.
+pub trait HostMethod {
+    const METHOD: &'static str;
+    type Params: DeserializeOwned;
+    type Result: Serialize;
+}
+
 
 /// A program's name and version.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -45,6 +53,20 @@ pub struct ElicitationCapabilityObject {
 pub enum ElicitationCapability {
     Bool(bool),
     Object(ElicitationCapabilityObject),
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RootsCapabilityObject {
+    #[serde(rename = "listChanged", default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// true, {} or {"listChanged": true}: the host answers mcp/roots. false: it does not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RootsCapability {
+    Bool(bool),
+    Object(RootsCapabilityObject),
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -74,9 +96,9 @@ pub struct HostCapabilities {
     /// The host answers mcp/elicit: true (form elicitation) or the modes it handles. Servers are offered elicitation only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<ElicitationCapability>,
-    /// The host answers mcp/roots. Servers are offered roots only when this is true.
+    /// The host answers mcp/roots: true, or MCP's shape {} or {"listChanged": true} (listChanged has no effect: the sidecar asks for the roots each time a server does). Servers are offered roots only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roots: Option<bool>,
+    pub roots: Option<RootsCapability>,
     /// The host answers mcp/sample. Servers are offered sampling only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SamplingCapability>,
@@ -86,6 +108,9 @@ pub struct HostCapabilities {
     /// The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<bool>,
+    /// The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<BTreeMap<String, Map<String, Value>>>,
 }
 
 /// The sandbox launcher candidate to probe.
@@ -120,6 +145,9 @@ pub struct Limits {
     /// Bound of an OAuth authorization flow, the user in the browser included (default 300000).
     #[serde(rename = "authorizationTimeoutMs", default, skip_serializing_if = "Option::is_none")]
     pub authorization_timeout_ms: Option<i64>,
+    /// Token limit of a tool's result for tools and servers whose configuration sets no output_token_limit, and the ceiling of those that do (default 25000); a result over its limit is cut, the whole kept in a file of the session.
+    #[serde(rename = "maxToolOutputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_output_tokens: Option<i64>,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -429,6 +457,7 @@ impl<'de> Deserialize<'de> for ServerConfigToolsValueApprovalMode {
 pub struct ServerConfigToolsValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_mode: Option<ServerConfigToolsValueApprovalMode>,
+    /// Token limit of the tool's results (Codex's key); over it a result is cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_token_limit: Option<i64>,
     /// Members this version of the protocol does not name, as received.
@@ -572,6 +601,9 @@ pub struct ServerConfig {
     /// Per-tool settings by tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<BTreeMap<String, ServerConfigToolsValue>>,
+    /// Token limit of the results of the server's tools that set none of their own (the sidecar's key; Codex has it per tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_limit: Option<i64>,
     /// OAuth resource (RFC 8707) of an HTTP server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_resource: Option<String>,
@@ -1187,6 +1219,9 @@ impl<'de> Deserialize<'de> for State {
 pub struct ServerState {
     pub name: String,
     pub state: State,
+    /// A dormant server's instructions for the model, from the disk cache (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1361,7 +1396,7 @@ pub struct ServerCatalog {
     pub name: String,
     pub state: State,
     pub catalog: ServerCatalogCatalog,
-    /// The catalog awaits a refresh (its last refresh failed and the cooldown runs).
+    /// The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
     /// Why the server failed, disconnected or is invalid.
@@ -1370,6 +1405,9 @@ pub struct ServerCatalog {
     /// The server's supports_parallel_tool_calls: its tools may be called in parallel.
     #[serde(rename = "supportsParallelToolCalls", default, skip_serializing_if = "Option::is_none")]
     pub supports_parallel_tool_calls: Option<bool>,
+    /// The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1436,21 +1474,417 @@ pub struct ToolsCallParams {
     pub task: Option<ToolsCallParamsTask>,
 }
 
-/// The server's CallToolResult as it sent it.
+/// Who a content block is meant for (MCP's Role).
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    Other(String),
+}
+
+impl Role {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for Role {
+    fn from(s: &str) -> Self {
+        match s {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            other => Role::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(Role::from(s.as_str()))
+    }
+}
+
+/// MCP's Annotations of a content block or resource: hints for the client.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CallToolResult {
+pub struct Annotations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Vec<Map<String, Value>>>,
-    #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Map<String, Value>>,
-    /// The tool ran and failed.
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
+    pub audience: Option<Vec<Role>>,
+    /// How important the data is, from 0 (entirely optional) to 1 (effectively required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 time of the last change.
+    #[serde(rename = "lastModified", default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's TextContent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextContent {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
     /// Members this version of the protocol does not name, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// MCP's ImageContent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageContent {
+    /// The image, base64-encoded.
+    pub data: String,
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's AudioContent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AudioContent {
+    /// The audio, base64-encoded.
+    pub data: String,
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IconTheme {
+    /// `light`
+    Light,
+    /// `dark`
+    Dark,
+    Other(String),
+}
+
+impl IconTheme {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            IconTheme::Light => "light",
+            IconTheme::Dark => "dark",
+            IconTheme::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for IconTheme {
+    fn from(s: &str) -> Self {
+        match s {
+            "light" => IconTheme::Light,
+            "dark" => IconTheme::Dark,
+            other => IconTheme::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for IconTheme {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for IconTheme {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(IconTheme::from(s.as_str()))
+    }
+}
+
+/// MCP's Icon: an image a user interface may show.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Icon {
+    /// An http(s) URL or a data: URI.
+    pub src: String,
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// WxH sizes (48x48), or any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<IconTheme>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's ResourceLink: a resource of the server for the client to read (resources/read); it need not be in resources/list.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResourceLink {
+    pub uri: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The size in bytes before any encoding, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's TextResourceContents.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextResourceContents {
+    pub uri: String,
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    pub text: String,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's BlobResourceContents.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct BlobResourceContents {
+    pub uri: String,
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The bytes, base64-encoded.
+    pub blob: String,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's contents of a resource: text, or a base64 blob.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    TextResourceContents(TextResourceContents),
+    BlobResourceContents(BlobResourceContents),
+}
+
+/// MCP's EmbeddedResource: the contents of a resource in the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    pub resource: ResourceContents,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's ContentBlock, told apart by type; a block of another type is an UnknownContentBlock.
+///
+/// Told apart by `type`: a value whose `type` this version does not
+/// know (a later version's), or whose members do not match it, is `Unknown`, as received.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `type`: "text"
+    Text(TextContent),
+    /// `type`: "image"
+    Image(ImageContent),
+    /// `type`: "audio"
+    Audio(AudioContent),
+    /// `type`: "resource_link"
+    ResourceLink(ResourceLink),
+    /// `type`: "resource"
+    Resource(EmbeddedResource),
+    Unknown(Value),
+}
+
+impl ContentBlock {
+    /// The `type` member, as on the wire (`None` for an `Unknown` value without a string one).
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(_) => Some("text"),
+            ContentBlock::Image(_) => Some("image"),
+            ContentBlock::Audio(_) => Some("audio"),
+            ContentBlock::ResourceLink(_) => Some("resource_link"),
+            ContentBlock::Resource(_) => Some("resource"),
+            ContentBlock::Unknown(v) => v.get("type").and_then(Value::as_str),
+        }
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (tag, value) = match self {
+            ContentBlock::Text(x) => ("text", serde_json::to_value(x)),
+            ContentBlock::Image(x) => ("image", serde_json::to_value(x)),
+            ContentBlock::Audio(x) => ("audio", serde_json::to_value(x)),
+            ContentBlock::ResourceLink(x) => ("resource_link", serde_json::to_value(x)),
+            ContentBlock::Resource(x) => ("resource", serde_json::to_value(x)),
+            ContentBlock::Unknown(v) => return v.serialize(serializer),
+        };
+        let mut value = value.map_err(serde::ser::Error::custom)?;
+        if let Value::Object(map) = &mut value {
+            map.insert("type".to_string(), Value::String(tag.to_string()));
+        }
+        value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = match Value::deserialize(deserializer)? {
+            Value::Object(map) => map,
+            other => return Ok(ContentBlock::Unknown(other)),
+        };
+        let tag = map.remove("type");
+        let mut rest = Value::Object(map);
+        let decoded = match tag.as_ref().map(Value::as_str) {
+            Some(Some("text")) => TextContent::deserialize(&rest).ok().map(ContentBlock::Text),
+            Some(Some("image")) => ImageContent::deserialize(&rest).ok().map(ContentBlock::Image),
+            Some(Some("audio")) => AudioContent::deserialize(&rest).ok().map(ContentBlock::Audio),
+            Some(Some("resource_link")) => ResourceLink::deserialize(&rest).ok().map(ContentBlock::ResourceLink),
+            Some(Some("resource")) => EmbeddedResource::deserialize(&rest).ok().map(ContentBlock::Resource),
+            _ => None,
+        };
+        if let Some(v) = decoded {
+            return Ok(v);
+        }
+        if let (Some(tag), Value::Object(map)) = (tag, &mut rest) {
+            map.insert("type".to_string(), tag);
+        }
+        Ok(ContentBlock::Unknown(rest))
+    }
+}
+
+/// The server's CallToolResult as it sent it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CallToolResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
+    #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    /// The tool ran and failed.
+    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// The server's _meta; with the sidecar's mcp-sidecar/truncated (an OutputCut) when it cut the result to its limit.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutputCutFileFormat {
+    /// `text`
+    Text,
+    /// `json`
+    Json,
+    Other(String),
+}
+
+impl OutputCutFileFormat {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            OutputCutFileFormat::Text => "text",
+            OutputCutFileFormat::Json => "json",
+            OutputCutFileFormat::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for OutputCutFileFormat {
+    fn from(s: &str) -> Self {
+        match s {
+            "text" => OutputCutFileFormat::Text,
+            "json" => OutputCutFileFormat::Json,
+            other => OutputCutFileFormat::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for OutputCutFileFormat {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputCutFileFormat {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(OutputCutFileFormat::from(s.as_str()))
+    }
+}
+
+/// What the sidecar left out of a result over its token limit (the _meta member mcp-sidecar/truncated). Block indexes are positions in the server's content array, from 0.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct OutputCut {
+    /// The limit that applied, in estimated tokens.
+    pub limit: i64,
+    /// The estimate of the result as the server sent it.
+    #[serde(rename = "originalTokens")]
+    pub original_tokens: i64,
+    /// The estimate of what was kept, the marker block not counted.
+    #[serde(rename = "keptTokens")]
+    pub kept_tokens: i64,
+    /// The content blocks left out whole.
+    #[serde(rename = "omittedBlocks")]
+    pub omitted_blocks: Vec<i64>,
+    /// The text block kept in part, when one is.
+    #[serde(rename = "cutBlock", default, skip_serializing_if = "Option::is_none")]
+    pub cut_block: Option<i64>,
+    /// structuredContent was left out whole.
+    #[serde(rename = "structuredContentOmitted", default, skip_serializing_if = "Option::is_none")]
+    pub structured_content_omitted: Option<bool>,
+    /// The file that holds the whole result until the session closes; absent when it could not be written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
+    #[serde(rename = "fileFormat", default, skip_serializing_if = "Option::is_none")]
+    pub file_format: Option<OutputCutFileFormat>,
+    /// Why the file could not be written.
+    #[serde(rename = "fileError", default, skip_serializing_if = "Option::is_none")]
+    pub file_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1617,6 +2051,51 @@ impl<'de> Deserialize<'de> for ServerStatusTransport {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let s = String::deserialize(deserializer)?;
         Ok(ServerStatusTransport::from(s.as_str()))
+    }
+}
+
+/// The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake).
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerStatusEra {
+    /// `modern`
+    Modern,
+    /// `legacy`
+    Legacy,
+    Other(String),
+}
+
+impl ServerStatusEra {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerStatusEra::Modern => "modern",
+            ServerStatusEra::Legacy => "legacy",
+            ServerStatusEra::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ServerStatusEra {
+    fn from(s: &str) -> Self {
+        match s {
+            "modern" => ServerStatusEra::Modern,
+            "legacy" => ServerStatusEra::Legacy,
+            other => ServerStatusEra::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ServerStatusEra {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerStatusEra {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ServerStatusEra::from(s.as_str()))
     }
 }
 
@@ -1806,6 +2285,14 @@ pub struct ServerAuthorization {
     pub authorization_url: Option<String>,
 }
 
+/// A tool a server listed that the catalog leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ExcludedTool {
+    /// The tool's name on the server.
+    pub tool: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
@@ -1819,6 +2306,9 @@ pub struct ServerStatus {
     /// MCP protocol version of the connection.
     #[serde(rename = "protocolVersion", default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<ServerStatusEra>,
     /// The server's MCP capabilities ({} when not connected).
     pub capabilities: Map<String, Value>,
     /// RFC 3339 time of the last successful start.
@@ -1855,9 +2345,21 @@ pub struct ServerStatus {
     /// Estimated tokens of those tools' definitions; absent without a catalog.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<i64>,
+    /// The catalog a notifications/tools/list_changed outdated is still in use: no refresh has replaced it yet (one runs, failed, or gave up in a storm of notifications); tools/list serves it marked stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
+    /// When the catalog refresh in flight began (RFC 3339): a refresh that does not end shows here until its bound, startup_timeout_sec, ends it.
+    #[serde(rename = "refreshingSince", default, skip_serializing_if = "Option::is_none")]
+    pub refreshing_since: Option<String>,
     /// The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<ServerAuthorization>,
+    /// The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay).
+    #[serde(rename = "excludedTools", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_tools: Option<Vec<ExcludedTool>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -2129,13 +2631,241 @@ pub struct LogParams {
     pub data: Value,
 }
 
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PrimitiveSchemaDefinitionType {
+    /// `string`
+    String,
+    /// `number`
+    Number,
+    /// `integer`
+    Integer,
+    /// `boolean`
+    Boolean,
+    /// `array`
+    Array,
+    Other(String),
+}
+
+impl PrimitiveSchemaDefinitionType {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            PrimitiveSchemaDefinitionType::String => "string",
+            PrimitiveSchemaDefinitionType::Number => "number",
+            PrimitiveSchemaDefinitionType::Integer => "integer",
+            PrimitiveSchemaDefinitionType::Boolean => "boolean",
+            PrimitiveSchemaDefinitionType::Array => "array",
+            PrimitiveSchemaDefinitionType::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for PrimitiveSchemaDefinitionType {
+    fn from(s: &str) -> Self {
+        match s {
+            "string" => PrimitiveSchemaDefinitionType::String,
+            "number" => PrimitiveSchemaDefinitionType::Number,
+            "integer" => PrimitiveSchemaDefinitionType::Integer,
+            "boolean" => PrimitiveSchemaDefinitionType::Boolean,
+            "array" => PrimitiveSchemaDefinitionType::Array,
+            other => PrimitiveSchemaDefinitionType::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for PrimitiveSchemaDefinitionType {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PrimitiveSchemaDefinitionType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(PrimitiveSchemaDefinitionType::from(s.as_str()))
+    }
+}
+
+/// One value of a choice, with its title.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EnumOption {
+    pub r#const: String,
+    pub title: String,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The values of a multiple choice: enum without titles, or anyOf with titles.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PrimitiveSchemaDefinitionItems {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#enum: Option<Vec<String>>,
+    #[serde(rename = "anyOf", default, skip_serializing_if = "Option::is_none")]
+    pub any_of: Option<Vec<EnumOption>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One field of a form (MCP's PrimitiveSchemaDefinition, its variants as one object): a string (format, minLength, maxLength; a single choice with enum or oneOf), a number or integer (minimum, maximum), a boolean, or an array (a multiple choice: items.enum or items.anyOf, minItems, maxItems).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrimitiveSchemaDefinition {
+    pub r#type: PrimitiveSchemaDefinitionType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The field's value when the answer leaves it out: a string, number or boolean, or a list of strings for an array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// email, uri, date or date-time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(rename = "minLength", default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<i64>,
+    #[serde(rename = "maxLength", default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<f64>,
+    /// The values of a single choice without titles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#enum: Option<Vec<String>>,
+    /// Titles of the enum values (MCP's legacy form; oneOf is the current one).
+    #[serde(rename = "enumNames", default, skip_serializing_if = "Option::is_none")]
+    pub enum_names: Option<Vec<String>>,
+    /// The values of a single choice, with titles.
+    #[serde(rename = "oneOf", default, skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<EnumOption>>,
+    #[serde(rename = "minItems", default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<i64>,
+    #[serde(rename = "maxItems", default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<i64>,
+    /// The values of a multiple choice: enum without titles, or anyOf with titles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<PrimitiveSchemaDefinitionItems>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's requestedSchema: a flat object of primitive fields.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ElicitationSchema {
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    pub r#type: String,
+    /// The fields by name.
+    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A form: ask the user for the fields of requestedSchema, and answer them as the content of an accept.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ElicitRequestFormParams {
+    pub message: String,
+    #[serde(rename = "requestedSchema")]
+    pub requested_schema: ElicitationSchema,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A URL elicitation: show message, open url with the user's consent and answer the action (no content); the server may send mcp/elicitationComplete with elicitationId later.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ElicitRequestURLParams {
+    pub message: String,
+    #[serde(rename = "elicitationId")]
+    pub elicitation_id: String,
+    pub url: String,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's elicitation/create params, told apart by mode: a form (mode form, or absent) or a URL; a mode this version does not know is an UnknownElicitRequestParams.
+///
+/// Told apart by `mode` (absent: `Form`): a value whose `mode` this version does not
+/// know (a later version's), or whose members do not match it, is `Unknown`, as received.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitRequestParams {
+    /// `mode`: "form"
+    Form(ElicitRequestFormParams),
+    /// `mode`: "url"
+    Url(ElicitRequestURLParams),
+    Unknown(Value),
+}
+
+impl ElicitRequestParams {
+    /// The `mode` member, as on the wire (`None` for an `Unknown` value without a string one).
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            ElicitRequestParams::Form(_) => Some("form"),
+            ElicitRequestParams::Url(_) => Some("url"),
+            ElicitRequestParams::Unknown(v) => v.get("mode").and_then(Value::as_str),
+        }
+    }
+}
+
+impl Serialize for ElicitRequestParams {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (tag, value) = match self {
+            ElicitRequestParams::Form(x) => ("form", serde_json::to_value(x)),
+            ElicitRequestParams::Url(x) => ("url", serde_json::to_value(x)),
+            ElicitRequestParams::Unknown(v) => return v.serialize(serializer),
+        };
+        let mut value = value.map_err(serde::ser::Error::custom)?;
+        if let Value::Object(map) = &mut value {
+            map.insert("mode".to_string(), Value::String(tag.to_string()));
+        }
+        value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ElicitRequestParams {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = match Value::deserialize(deserializer)? {
+            Value::Object(map) => map,
+            other => return Ok(ElicitRequestParams::Unknown(other)),
+        };
+        let tag = map.remove("mode");
+        let mut rest = Value::Object(map);
+        let decoded = match tag.as_ref().map(Value::as_str) {
+            Some(Some("form")) => ElicitRequestFormParams::deserialize(&rest).ok().map(ElicitRequestParams::Form),
+            Some(Some("url")) => ElicitRequestURLParams::deserialize(&rest).ok().map(ElicitRequestParams::Url),
+            None => ElicitRequestFormParams::deserialize(&rest).ok().map(ElicitRequestParams::Form),
+            _ => None,
+        };
+        if let Some(v) = decoded {
+            return Ok(v);
+        }
+        if let (Some(tag), Value::Object(map)) = (tag, &mut rest) {
+            map.insert("mode".to_string(), tag);
+        }
+        Ok(ElicitRequestParams::Unknown(rest))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ElicitParams {
     #[serde(rename = "sessionId")]
     pub session_id: String,
     pub server: String,
     /// The server's elicitation/create params as it sent them.
-    pub params: Map<String, Value>,
+    pub params: ElicitRequestParams,
 }
 
 /// Values a later version adds parse as `Other`.
@@ -2186,12 +2916,24 @@ impl<'de> Deserialize<'de> for ElicitResultAction {
     }
 }
 
+/// The value of one field of an answer: a string, a number, a boolean, or a list of strings (a multiple choice).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ElicitValue {
+    String(String),
+    Integer(i64),
+    Number(f64),
+    Bool(bool),
+    Array(Vec<String>),
+}
+
 /// MCP's ElicitResult, sent on to the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ElicitResult {
     pub action: ElicitResultAction,
+    /// With accept of a form: the fields' values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Map<String, Value>>,
+    pub content: Option<BTreeMap<String, ElicitValue>>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
     /// Members this version of the protocol does not name, as received.
@@ -2360,29 +3102,115 @@ pub struct TasksListParams {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TaskStatusParams {
-    #[serde(rename = "sessionId")]
-    pub session_id: String,
-    pub server: String,
-    /// The server's notifications/tasks/status params as it sent them (MCP's Task: taskId, status, statusMessage?, ...).
-    pub params: Map<String, Value>,
+/// MCP's TaskStatus: working and input_required go on (input_required: the server asks the host, through mcp/elicit or mcp/sample, while tasks/result waits); completed, failed and cancelled are final.
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// `working`
+    Working,
+    /// `input_required`
+    InputRequired,
+    /// `completed`
+    Completed,
+    /// `failed`
+    Failed,
+    /// `cancelled`
+    Cancelled,
+    Other(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CreateTaskResultTask {
+impl TaskStatus {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for TaskStatus {
+    fn from(s: &str) -> Self {
+        match s {
+            "working" => TaskStatus::Working,
+            "input_required" => TaskStatus::InputRequired,
+            "completed" => TaskStatus::Completed,
+            "failed" => TaskStatus::Failed,
+            "cancelled" => TaskStatus::Cancelled,
+            other => TaskStatus::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for TaskStatus {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskStatus {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(TaskStatus::from(s.as_str()))
+    }
+}
+
+/// MCP's Task, as the server sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
     #[serde(rename = "taskId")]
     pub task_id: String,
-    pub status: String,
+    pub status: TaskStatus,
+    /// What the status means for this task, for people.
+    #[serde(rename = "statusMessage", default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// ISO 8601 time the task was created.
+    #[serde(rename = "createdAt", default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// ISO 8601 time of its last change.
+    #[serde(rename = "lastUpdatedAt", default, skip_serializing_if = "Option::is_none")]
+    pub last_updated_at: Option<String>,
+    /// How long the server keeps the task from its creation, in milliseconds; null: without limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
+    /// Suggested milliseconds between two tasks/get.
+    #[serde(rename = "pollInterval", default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<i64>,
     /// Members this version of the protocol does not name, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStatusParams {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    pub server: String,
+    /// The server's notifications/tasks/status params as it sent them: MCP's Task.
+    pub params: Task,
+}
+
 /// The server's CreateTaskResult as it sent it: the answer to a tools/call with task.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreateTaskResult {
-    pub task: CreateTaskResultTask,
+    pub task: Task,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// MCP's ListTasksResult: one page of the server's tasks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ListTasksResult {
+    pub tasks: Vec<Task>,
+    #[serde(rename = "nextCursor", default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
     /// Members this version of the protocol does not name, as received.
@@ -2689,15 +3517,15 @@ pub mod requests {
     impl Request for TasksGet {
         const METHOD: &'static str = "tasks/get";
         type Params = TaskParams;
-        type Result = MCPResult;
+        type Result = Task;
     }
 
-    /// The result of a server's task (MCP tasks/result), as the server answered; the server may hold it until the task ends.
+    /// The result of a server's task (MCP tasks/result): the CallToolResult of the tools/call that created it, as the server answered; the server may hold it until the task ends.
     pub struct TasksResult;
     impl Request for TasksResult {
         const METHOD: &'static str = "tasks/result";
         type Params = TaskParams;
-        type Result = MCPResult;
+        type Result = CallToolResult;
     }
 
     /// One page of a server's tasks (MCP tasks/list), as the server answered.
@@ -2705,7 +3533,7 @@ pub mod requests {
     impl Request for TasksList {
         const METHOD: &'static str = "tasks/list";
         type Params = TasksListParams;
-        type Result = MCPResult;
+        type Result = ListTasksResult;
     }
 
     /// Cancels a server's task (MCP tasks/cancel); the result is the server's.
@@ -2713,7 +3541,52 @@ pub mod requests {
     impl Request for TasksCancel {
         const METHOD: &'static str = "tasks/cancel";
         type Params = TaskParams;
-        type Result = MCPResult;
+        type Result = Task;
+    }
+}
+
+/// The requests of the sidecar to the host, one type each (see `HostMethod`).
+pub mod host_requests {
+    use super::*;
+
+    /// A server asks the user for input; sent only when the host declared capabilities.elicitation.
+    pub struct Elicit;
+    impl HostMethod for Elicit {
+        const METHOD: &'static str = "mcp/elicit";
+        type Params = ElicitParams;
+        type Result = ElicitResult;
+    }
+
+    /// A server asks for the roots; sent only when the host declared capabilities.roots.
+    pub struct Roots;
+    impl HostMethod for Roots {
+        const METHOD: &'static str = "mcp/roots";
+        type Params = RootsParams;
+        type Result = RootsResult;
+    }
+
+    /// A server asks the host's model for a message (sampling/createMessage); sent only when the host declared capabilities.sampling.
+    pub struct Sample;
+    impl HostMethod for Sample {
+        const METHOD: &'static str = "mcp/sample";
+        type Params = SampleParams;
+        type Result = CreateMessageResult;
+    }
+
+    /// A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session.
+    pub struct Authorize;
+    impl HostMethod for Authorize {
+        const METHOD: &'static str = "mcp/authorize";
+        type Params = AuthorizeParams;
+        type Result = AuthorizeResult;
+    }
+
+    /// A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs.
+    pub struct Input;
+    impl HostMethod for Input {
+        const METHOD: &'static str = "mcp/input";
+        type Params = InputParams;
+        type Result = InputResult;
     }
 }
 
@@ -2868,13 +3741,13 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("hostToSidecar", "params", "resources/unsubscribe") => d::<ResourceSubscribeParams>(text),
         ("hostToSidecar", "result", "resources/unsubscribe") => d::<EmptyResult>(text),
         ("hostToSidecar", "params", "tasks/get") => d::<TaskParams>(text),
-        ("hostToSidecar", "result", "tasks/get") => d::<MCPResult>(text),
+        ("hostToSidecar", "result", "tasks/get") => d::<Task>(text),
         ("hostToSidecar", "params", "tasks/result") => d::<TaskParams>(text),
-        ("hostToSidecar", "result", "tasks/result") => d::<MCPResult>(text),
+        ("hostToSidecar", "result", "tasks/result") => d::<CallToolResult>(text),
         ("hostToSidecar", "params", "tasks/list") => d::<TasksListParams>(text),
-        ("hostToSidecar", "result", "tasks/list") => d::<MCPResult>(text),
+        ("hostToSidecar", "result", "tasks/list") => d::<ListTasksResult>(text),
         ("hostToSidecar", "params", "tasks/cancel") => d::<TaskParams>(text),
-        ("hostToSidecar", "result", "tasks/cancel") => d::<MCPResult>(text),
+        ("hostToSidecar", "result", "tasks/cancel") => d::<Task>(text),
         ("sidecarToHost", "params", "mcp/elicit") => d::<ElicitParams>(text),
         ("sidecarToHost", "result", "mcp/elicit") => d::<ElicitResult>(text),
         ("sidecarToHost", "params", "mcp/roots") => d::<RootsParams>(text),

@@ -1,4 +1,4 @@
-//! HostRequest::Authorize against the real sidecar ($MCP_SIDECAR_BIN) and a
+//! Options::on_authorize against the real sidecar ($MCP_SIDECAR_BIN) and a
 //! real OAuth-protected Streamable HTTP MCP server: internal/oauthtest's
 //! authorization server and MCP server, served on loopback by
 //! $MCP_SIDECAR_OAUTH_SERVE (run.sh builds both). The handler does what a
@@ -118,7 +118,7 @@ struct Session {
 
 /// A sidecar with the protected server and the given authorization
 /// capability, an eager session and its round 0 done.
-fn authorized_session(server: &Protected, authorization: AuthorizationCapability, handler: impl Fn(HostRequest, CancelFlag) -> Result<Value, RpcError> + Send + Sync + 'static) -> Session {
+fn authorized_session(server: &Protected, authorization: AuthorizationCapability, handler: impl Fn(AuthorizeParams, CancelFlag) -> Result<AuthorizeResult, RpcError> + Send + Sync + 'static) -> Session {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let options = Options::default()
@@ -127,7 +127,7 @@ fn authorized_session(server: &Protected, authorization: AuthorizationCapability
                 let _ = tx.lock().unwrap().send(c);
             }
         })
-        .with_host_requests(handler);
+        .on_authorize(handler);
     let mut cmd = Command::new(env("MCP_SIDECAR_BIN"));
     cmd.stderr(Stdio::null());
     let client = SidecarClient::spawn(cmd, options).expect("spawn");
@@ -174,17 +174,14 @@ fn authorized_session(server: &Protected, authorization: AuthorizationCapability
 fn echo_through(s: &Session) {
     let result = s
         .client
-        .call::<requests::ToolsCall>(&ToolsCallParams {
+        .call_tool(&ToolsCallParams {
             session_id: s.session.clone(),
             name: Some("mcp__protected__echo".into()),
             arguments: json!({"text": "authorized"}).as_object().cloned(),
             ..Default::default()
         })
         .expect("tools/call through the token");
-    match result {
-        ToolsCallResult::CallToolResult(r) => assert_eq!(r.content.unwrap()[0]["text"], "authorized"),
-        other => panic!("want a CallToolResult, got {other:?}"),
-    }
+    assert_eq!(result.text(), "authorized");
 }
 
 #[test]
@@ -193,15 +190,12 @@ fn authorize_opens_the_url_and_the_server_starts_with_a_token() {
     let (asked_tx, asked_rx) = mpsc::channel::<AuthorizeParams>();
     let (landed_tx, landed_rx) = mpsc::channel::<(String, u16)>();
     let (asked_tx, landed_tx) = (Mutex::new(asked_tx), Mutex::new(landed_tx));
-    let s = authorized_session(&server, AuthorizationCapability::default(), move |req, _| match req {
-        HostRequest::Authorize(p) => {
-            asked_tx.lock().unwrap().send(p.clone()).unwrap();
-            // The "browser" opens the URL while the host answers {}.
-            let landed = landed_tx.lock().unwrap().clone();
-            thread::spawn(move || landed.send(browse(&p.authorization_url)).unwrap());
-            Ok(json!({}))
-        }
-        other => Err(RpcError::new(codes::METHOD_NOT_FOUND, format!("not handled: {other:?}"))),
+    let s = authorized_session(&server, AuthorizationCapability::default(), move |p, _| {
+        asked_tx.lock().unwrap().send(p.clone()).unwrap();
+        // The "browser" opens the URL while the host answers {}.
+        let landed = landed_tx.lock().unwrap().clone();
+        thread::spawn(move || landed.send(browse(&p.authorization_url)).unwrap());
+        Ok(AuthorizeResult::default())
     });
     assert_eq!(s.complete.ready, vec!["protected".to_string()], "{:?}", s.complete);
     let asked = asked_rx.recv_timeout(WAIT).expect("mcp/authorize");
@@ -226,18 +220,15 @@ fn authorize_with_redirect_answers_the_caught_redirect_url() {
     let server = Protected::start();
     let (asked_tx, asked_rx) = mpsc::channel::<AuthorizeParams>();
     let asked_tx = Mutex::new(asked_tx);
-    let s = authorized_session(&server, AuthorizationCapability { redirect: Some(true) }, move |req, _| match req {
-        HostRequest::Authorize(p) => {
-            asked_tx.lock().unwrap().send(p.clone()).unwrap();
-            let redirect_uri = p.redirect_uri.clone().unwrap_or_default();
-            match get(&p.authorization_url) {
-                (302, Some(location)) if location.starts_with(&format!("{redirect_uri}?")) => {
-                    Ok(serde_json::to_value(AuthorizeResult { redirect_url: Some(location), ..Default::default() }).unwrap())
-                }
-                other => Err(RpcError::new(codes::INTERNAL_ERROR, format!("the authorization server answered {other:?}, not a redirect to {redirect_uri}"))),
+    let s = authorized_session(&server, AuthorizationCapability { redirect: Some(true) }, move |p, _| {
+        asked_tx.lock().unwrap().send(p.clone()).unwrap();
+        let redirect_uri = p.redirect_uri.clone().unwrap_or_default();
+        match get(&p.authorization_url) {
+            (302, Some(location)) if location.starts_with(&format!("{redirect_uri}?")) => {
+                Ok(AuthorizeResult { redirect_url: Some(location), ..Default::default() })
             }
+            other => Err(RpcError::new(codes::INTERNAL_ERROR, format!("the authorization server answered {other:?}, not a redirect to {redirect_uri}"))),
         }
-        other => Err(RpcError::new(codes::METHOD_NOT_FOUND, format!("not handled: {other:?}"))),
     });
     assert_eq!(s.complete.ready, vec!["protected".to_string()], "{:?}", s.complete);
     let asked = asked_rx.recv_timeout(WAIT).expect("mcp/authorize");

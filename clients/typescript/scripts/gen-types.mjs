@@ -7,8 +7,15 @@
 //   node scripts/gen-types.mjs --check  exit 1 if they are not what the schema gives
 //
 // CI runs --check, so the types cannot drift from the schema. The mapping
-// covers what the schema uses: $ref, type (one or several), enum, anyOf,
-// properties / required / additionalProperties, items, description.
+// covers what the schema uses: $ref, type (one or several), enum, const,
+// anyOf, properties / required / additionalProperties, items, description.
+//
+// An anyOf of $refs whose types all have one member with a const value
+// (type, mode) but the last, an open object, is a discriminated union with
+// a fallback for kinds a later version adds (ContentBlock): besides the
+// union it gives the union of the known kinds (KnownContentBlock), their
+// values (CONTENT_BLOCK_TYPES) and a type guard (isKnownContentBlock) to
+// narrow with before a switch on the member.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +54,29 @@ function unionOf(s) {
   return shapes ? options : null;
 }
 
+/**
+ * The discriminated union s is, or null: {member, variants: [{name, value,
+ * optional}], fallback}. The variants are the $defs whose member (the same
+ * in each) has a const value, the fallback the last option, whose member
+ * is any string. Only the variant whose member is optional takes a value
+ * without it.
+ */
+function discriminated(s) {
+  const options = s.anyOf;
+  if (!options || options.length < 2 || !options.every((o) => o.$ref)) return null;
+  const defs = options.map((o) => [o.$ref.slice(defPrefix.length), doc.$defs[o.$ref.slice(defPrefix.length)]]);
+  const [fallbackName, fallback] = defs[defs.length - 1];
+  const known = defs.slice(0, -1);
+  const members = Object.entries(known[0][1].properties ?? {}).filter(([, p]) => p.const !== undefined).map(([m]) => m);
+  const member = members.find((m) => known.every(([, d]) => d.properties?.[m]?.const !== undefined) && fallback.properties?.[m]?.type === 'string');
+  if (!member) return null;
+  const variants = known.map(([name, d]) => ({ name, value: d.properties[member].const, optional: !(d.required ?? []).includes(member) }));
+  if (variants.filter((v) => v.optional).length > 1) throw new Error(`more than one variant of a union leaves ${member} out`);
+  return { member, variants, fallback: fallbackName };
+}
+
+const constantCase = (s) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+
 /** The TypeScript type of a schema, at the given indentation. */
 function typeOf(s, indent) {
   if (s === true || s === undefined) return 'unknown';
@@ -56,8 +86,9 @@ function typeOf(s, indent) {
     return s.$ref.slice(defPrefix.length);
   }
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' | ');
+  if (s.const !== undefined) return JSON.stringify(s.const);
   const union = unionOf(s);
-  if (union) return union.map((x) => typeOf(x, indent)).join(' | ');
+  if (union) return [...new Set(union.map((x) => typeOf(x, indent)))].join(' | ');
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   if (types.length === 0) return 'unknown';
   return types.map((t) => primitive(t, s, indent)).join(' | ');
@@ -136,6 +167,26 @@ for (const [name, s] of Object.entries(doc.$defs)) {
     emit(`export type ${name} = ${typeOf(s, '')};`);
   }
   emit('');
+  const d = discriminated(s);
+  if (d) {
+    const values = `${constantCase(name)}_${constantCase(d.member)}S`;
+    emit(`/** The ${name} kinds this version knows (without ${d.fallback}). */`);
+    emit(`export type Known${name} = ${d.variants.map((v) => v.name).join(' | ')};`);
+    emit('');
+    emit(`/** The ${d.member} of each kind of Known${name}. */`);
+    emit(`export const ${values} = ${JSON.stringify(d.variants.map((v) => v.value))} as const;`);
+    emit('');
+    const optional = d.variants.find((v) => v.optional);
+    emit(`/**`);
+    emit(` * Whether the value is of a kind this version knows${optional ? ` (without ${d.member}: ${optional.name})` : ''}:`);
+    emit(` * narrow with it, then switch on ${d.member}. A kind a later version adds comes as ${d.fallback}.`);
+    emit(` */`);
+    emit(`export function isKnown${name}(value: ${name}): value is Known${name} {`);
+    emit(`  const tag = (value as { ${d.member}?: unknown }).${d.member};`);
+    emit(`  return tag === undefined ? ${optional ? 'true' : 'false'} : (${values} as readonly unknown[]).includes(tag);`);
+    emit('}');
+    emit('');
+  }
 }
 
 function messageType(s) {

@@ -5,17 +5,18 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import {
   CancellationTokenSource,
   ResponseError,
-  StreamMessageReader,
   StreamMessageWriter,
   createMessageConnection,
   type CancellationToken,
   type MessageConnection,
+  type ResponseMessage,
 } from 'vscode-jsonrpc/node';
 
 import { sidecarBinary } from './binary.js';
 import {
   ERRORS,
   PROTOCOL_VERSION,
+  isKnownContentBlock,
   type AuthorizeParams,
   type AuthorizeResult,
   type CallToolResult,
@@ -27,16 +28,33 @@ import {
   type HostRequestMap,
   type InitializeParams,
   type InitializeResult,
+  type ListTasksResult,
   type RequestMap,
+  type ResourceSubscribeParams,
+  type ResourceUpdatedParams,
   type RootsParams,
   type RootsResult,
   type SampleParams,
+  type ServerCatalog,
   type SessionOpenParams,
   type SessionOpenResult,
   type SidecarNotificationMap,
+  type Task,
+  type TaskParams,
+  type TaskStatusParams,
+  type TasksListParams,
+  type Tool,
   type ToolsCallParams,
+  type ToolsGetResult,
+  type ToolsListParams,
   type ToolsListResult,
+  type ToolsSearchParams,
+  type ToolsSearchResult,
 } from './protocol.js';
+import { FrameReader, MalformedMessageError, type ReadFailure } from './reader.js';
+
+/** The sidecar's own default frame limit; the frames it sends are far smaller. */
+const DEFAULT_MAX_FRAME_BYTES = 64 << 20;
 
 /** How to start the sidecar. */
 export interface SidecarOptions {
@@ -52,6 +70,8 @@ export interface SidecarOptions {
    * function given each chunk of text.
    */
   stderr?: 'inherit' | 'ignore' | ((text: string) => void);
+  /** Largest frame read from the sidecar (default 64 MiB); a larger one is skipped and fails alone. */
+  maxFrameBytes?: number;
 }
 
 /** How a request is sent. */
@@ -112,6 +132,92 @@ export class HostRequestError extends Error {
   }
 }
 
+/** What callTool (without task) and taskResult answer: the server's CallToolResult, with helpers. */
+export interface ToolResult extends CallToolResult {
+  /**
+   * The text of the result's text blocks, joined with newlines (other kinds
+   * of content are left out): what most hosts give the model.
+   */
+  text(): string;
+  /** structuredContent, as the type the tool's outputSchema describes (not checked); undefined when the server sent none. */
+  structured<T = { [key: string]: unknown }>(): T | undefined;
+}
+
+/** The text of a CallToolResult's text blocks, joined with newlines (ToolResult.text). */
+export function toolResultText(result: CallToolResult): string {
+  const texts: string[] = [];
+  for (const block of result.content ?? []) {
+    if (isKnownContentBlock(block) && block.type === 'text') texts.push(block.text);
+  }
+  return texts.join('\n');
+}
+
+/**
+ * Gives a CallToolResult its helpers, as members that are not enumerable:
+ * JSON.stringify and deep equality still see the server's result as sent.
+ * A server's own top-level member of either name is kept (and hides the
+ * helper; toolResultText gives the same text).
+ */
+function withHelpers(result: CallToolResult): ToolResult {
+  if (typeof result !== 'object' || result === null) return result;
+  const helpers = {
+    text(this: CallToolResult): string {
+      return toolResultText(this);
+    },
+    structured(this: CallToolResult): unknown {
+      return this.structuredContent;
+    },
+  };
+  for (const [name, value] of Object.entries(helpers)) {
+    if (!Object.prototype.hasOwnProperty.call(result, name)) {
+      Object.defineProperty(result, name, { value, enumerable: false, configurable: true, writable: true });
+    }
+  }
+  return result as ToolResult;
+}
+
+/** Which tools tools/list lists, and how. */
+export interface ListToolsOptions {
+  /** Only these servers. */
+  servers?: string[];
+  /** false: every tool without its schemas, with inputSchemaBytes and tokens instead (fetch definitions with getTools). */
+  schemas?: boolean;
+}
+
+/** A tool as tools/list with schemas: false lists it. */
+export type ToolSummary = Tool & {
+  inputSchema?: undefined;
+  outputSchema?: undefined;
+  /** The length in bytes of the input schema the server sent. */
+  inputSchemaBytes: number;
+  /** The estimated tokens of the tool's full definition. */
+  tokens: number;
+};
+
+/** tools/list's answer with schemas: false. */
+export interface ToolsSummaryResult {
+  tools: ToolSummary[];
+  servers: ServerCatalog[];
+}
+
+/** How tools/search searches. */
+export interface SearchToolsOptions {
+  /** The most results (default 5; select: returns every tool it names). */
+  limit?: number;
+  /** Only these servers of the session. */
+  servers?: string[];
+}
+
+/** A subscription to a resource (subscribeResource). */
+export interface ResourceSubscription {
+  /**
+   * Stops the listener, and ends the session's subscription on the sidecar
+   * (resources/unsubscribe) once no other subscription of this client to
+   * the same resource is left. A second call does nothing.
+   */
+  unsubscribe(options?: RequestOptions): Promise<void>;
+}
+
 /** A handler of a request from the sidecar; signal aborts when the server gives up on it. */
 export type HostRequestHandler<M extends keyof HostRequestMap> = (
   params: HostRequestMap[M]['params'],
@@ -133,13 +239,20 @@ export class SidecarClient {
 
   readonly #child: ChildProcess;
   readonly #conn: MessageConnection;
+  readonly #reader: FrameReader;
+  readonly #writer: StreamMessageWriter;
   readonly #notificationHandlers = new Map<string, Set<(params: unknown) => void>>();
+  readonly #malformedHandlers = new Set<(error: MalformedMessageError) => void>();
+  /** Subscriptions to each resource (session, server, uri), for unsubscribe. */
+  readonly #subscriptions = new Map<string, number>();
   #status: ExitStatus | undefined;
   #disposing: Promise<ExitStatus> | undefined;
 
-  private constructor(child: ChildProcess, conn: MessageConnection, exited: Promise<ExitStatus>) {
+  private constructor(child: ChildProcess, reader: FrameReader, writer: StreamMessageWriter, exited: Promise<ExitStatus>) {
     this.#child = child;
-    this.#conn = conn;
+    this.#reader = reader;
+    this.#writer = writer;
+    this.#conn = createMessageConnection(reader, writer);
     this.pid = child.pid ?? -1;
     this.exited = exited.then((s) => (this.#status = s));
   }
@@ -169,10 +282,58 @@ export class SidecarClient {
     // A write to a sidecar that died must not take the host down: the
     // pending requests reject instead.
     child.stdin?.on('error', () => {});
-    const conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
-    const client = new SidecarClient(child, conn, exited);
-    conn.listen();
+    // The reader reports what it cannot read to the client, which exists
+    // only once the reader does.
+    let onFailure: (failure: ReadFailure) => void = () => {};
+    const reader = new FrameReader(child.stdout!, options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, (f) => onFailure(f));
+    const client = new SidecarClient(child, reader, new StreamMessageWriter(child.stdin!), exited);
+    onFailure = (f) => client.#readFailed(f);
+    client.#conn.listen();
     return client;
+  }
+
+  /**
+   * A message the reader could not read fails alone: the request it answers
+   * rejects with the MalformedMessageError (through an error answer handed
+   * to the connection, which holds the pending requests), a request of the
+   * sidecar is answered -32700 so that its server is not left waiting, and
+   * the onMalformed handlers are told.
+   */
+  #readFailed({ error, id, request }: ReadFailure): void {
+    if (id !== undefined && request) {
+      const answer: ResponseMessage = {
+        jsonrpc: '2.0',
+        id,
+        error: { code: ERRORS.parse_error, message: `the host could not read the request: ${error.message}` },
+      };
+      // A sidecar that is gone is reported by the process's end.
+      this.#writer.write(answer).catch(() => {});
+    } else if (typeof id === 'number') {
+      // The client's own request ids are numbers.
+      const data = {};
+      malformedAnswers.set(data, error);
+      const answer: ResponseMessage = { jsonrpc: '2.0', id, error: { code: ERRORS.parse_error, message: error.message, data } };
+      this.#reader.inject(answer);
+    }
+    if (this.#malformedHandlers.size === 0) {
+      process.stderr.write(`mcp-sidecar client: ${error.message}\n`);
+    }
+    // After the reader's step, in order: a handler that throws does not
+    // leave the reader half way through the bytes.
+    const handlers = [...this.#malformedHandlers];
+    queueMicrotask(() => {
+      for (const h of handlers) h(error);
+    });
+  }
+
+  /**
+   * Registers a handler of the messages of the sidecar this client could
+   * not read (each fails alone; see MalformedMessageError). Without one,
+   * they are written to stderr.
+   */
+  onMalformed(handler: (error: MalformedMessageError) => void): Disposable {
+    this.#malformedHandlers.add(handler);
+    return { dispose: () => this.#malformedHandlers.delete(handler) };
   }
 
   /**
@@ -237,22 +398,123 @@ export class SidecarClient {
     await this.request('session/close', { sessionId }, options);
   }
 
-  /** tools/list. */
-  listTools(sessionId: string, servers?: string[], options?: RequestOptions): Promise<ToolsListResult> {
-    return this.request('tools/list', servers ? { sessionId, servers } : { sessionId }, options);
+  /**
+   * tools/list: the session catalog, of every server or of `servers` (an
+   * array, or in the options). With `schemas: false` every tool comes
+   * without its schemas, with inputSchemaBytes and tokens: fetch the
+   * definitions the model needs with getTools.
+   */
+  listTools(sessionId: string, options: ListToolsOptions & { schemas: false }, requestOptions?: RequestOptions): Promise<ToolsSummaryResult>;
+  listTools(sessionId: string, options?: (ListToolsOptions & { schemas?: true | undefined }) | string[], requestOptions?: RequestOptions): Promise<ToolsListResult>;
+  listTools(sessionId: string, options?: ListToolsOptions | string[], requestOptions?: RequestOptions): Promise<ToolsListResult | ToolsSummaryResult>;
+  listTools(sessionId: string, options: ListToolsOptions | string[] = {}, requestOptions?: RequestOptions): Promise<ToolsListResult | ToolsSummaryResult> {
+    const { servers, schemas } = Array.isArray(options) ? { servers: options, schemas: undefined } : options;
+    const params: ToolsListParams = { sessionId };
+    if (servers) params.servers = servers;
+    if (schemas !== undefined) params.schemas = schemas;
+    return this.request('tools/list', params, requestOptions);
+  }
+
+  /**
+   * tools/search: the session catalog ranked for a query: free text,
+   * `/regex/`, or `select:name1,name2` (docs/protocol.md, "tools/search").
+   */
+  searchTools(sessionId: string, query: string, options: SearchToolsOptions = {}, requestOptions?: RequestOptions): Promise<ToolsSearchResult> {
+    const params: ToolsSearchParams = { sessionId, query };
+    if (options.limit !== undefined) params.limit = options.limit;
+    if (options.servers) params.servers = options.servers;
+    return this.request('tools/search', params, requestOptions);
+  }
+
+  /** tools/get: the full definitions of tools by qualified name; names the catalog lacks are in `missing`. */
+  getTools(sessionId: string, names: string[], options?: RequestOptions): Promise<ToolsGetResult> {
+    return this.request('tools/get', { sessionId, names }, options);
   }
 
   /**
    * tools/call. The server answers a call with `task` with a
    * CreateTaskResult (MCP tasks), and any other with a CallToolResult
    * (docs/protocol.md, "tools/call"), so the result type follows the
-   * params: params whose type may or may not have a task get the union.
+   * params: params whose type may or may not have a task get the union. A
+   * CallToolResult comes as a ToolResult: text() and structured().
    */
-  callTool(params: ToolsCallParams & { task?: undefined }, options?: RequestOptions): Promise<CallToolResult>;
+  callTool(params: ToolsCallParams & { task?: undefined }, options?: RequestOptions): Promise<ToolResult>;
   callTool(params: ToolsCallParams & { task: NonNullable<ToolsCallParams['task']> }, options?: RequestOptions): Promise<CreateTaskResult>;
-  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<CallToolResult | CreateTaskResult>;
-  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<CallToolResult | CreateTaskResult> {
-    return this.request('tools/call', params, options);
+  callTool(params: ToolsCallParams, options?: RequestOptions): Promise<ToolResult | CreateTaskResult>;
+  async callTool(params: ToolsCallParams, options?: RequestOptions): Promise<ToolResult | CreateTaskResult> {
+    const result = await this.request('tools/call', params, options);
+    return params.task === undefined || params.task === null ? withHelpers(result as CallToolResult) : (result as CreateTaskResult);
+  }
+
+  /**
+   * resources/subscribe, with a listener of the resource's
+   * mcp/resourceUpdated: the updates of this session and server whose URI
+   * is the subscribed one or starts with it (a server may name a part of a
+   * subscribed resource). The sidecar keeps the subscription across the
+   * server's reconnects and restarts until unsubscribe or the session's end.
+   */
+  async subscribeResource(
+    params: ResourceSubscribeParams,
+    listener: (update: ResourceUpdatedParams) => void,
+    options?: RequestOptions,
+  ): Promise<ResourceSubscription> {
+    const { sessionId, server, uri } = params;
+    // The listener goes first: an update may follow the answer at once.
+    const handler = this.onNotification('mcp/resourceUpdated', (p) => {
+      if (p.sessionId === sessionId && p.server === server && p.uri.startsWith(uri)) listener(p);
+    });
+    const key = JSON.stringify([sessionId, server, uri]);
+    try {
+      await this.request('resources/subscribe', { sessionId, server, uri }, options);
+    } catch (err) {
+      handler.dispose();
+      throw err;
+    }
+    this.#subscriptions.set(key, (this.#subscriptions.get(key) ?? 0) + 1);
+    let done = false;
+    return {
+      unsubscribe: async (unsubscribeOptions?: RequestOptions) => {
+        if (done) return;
+        done = true;
+        handler.dispose();
+        const left = (this.#subscriptions.get(key) ?? 1) - 1;
+        if (left > 0) {
+          this.#subscriptions.set(key, left);
+          return;
+        }
+        this.#subscriptions.delete(key);
+        await this.request('resources/unsubscribe', { sessionId, server, uri }, unsubscribeOptions);
+      },
+    };
+  }
+
+  /** tasks/get: the state of a task a callTool with `task` created. */
+  getTask(params: TaskParams, options?: RequestOptions): Promise<Task> {
+    return this.request('tasks/get', params, options);
+  }
+
+  /**
+   * tasks/result: the task's CallToolResult, as a ToolResult. The server
+   * may hold the answer until the task ends (meanwhile it may ask through
+   * onElicit or onSample); aborting stops the wait, not the task.
+   */
+  async taskResult(params: TaskParams, options?: RequestOptions): Promise<ToolResult> {
+    return withHelpers(await this.request('tasks/result', params, options));
+  }
+
+  /** tasks/list: one page of the server's tasks. */
+  listTasks(params: TasksListParams, options?: RequestOptions): Promise<ListTasksResult> {
+    return this.request('tasks/list', params, options);
+  }
+
+  /** tasks/cancel: ends a task; the answer is its state. */
+  cancelTask(params: TaskParams, options?: RequestOptions): Promise<Task> {
+    return this.request('tasks/cancel', params, options);
+  }
+
+  /** Registers a handler of mcp/taskStatus: a server's task changed state. */
+  onTaskStatus(handler: (task: Task, params: TaskStatusParams) => void): Disposable {
+    return this.onNotification('mcp/taskStatus', (p) => handler(p.params, p));
   }
 
   /**
@@ -352,7 +614,14 @@ export class SidecarClient {
   }
 }
 
+/** The data of the error answers the client makes for answers it could not read. */
+const malformedAnswers = new WeakMap<object, MalformedMessageError>();
+
 function toSidecarError(method: string, err: unknown): unknown {
+  if (err instanceof ResponseError && typeof err.data === 'object' && err.data !== null) {
+    const malformed = malformedAnswers.get(err.data);
+    if (malformed) return malformed;
+  }
   if (err instanceof ResponseError) {
     return new SidecarError(method, err.code, err.message, err.data as ErrorData | undefined);
   }

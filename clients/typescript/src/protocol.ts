@@ -15,14 +15,16 @@ export interface Implementation {
 export interface HostCapabilities {
   /** The host answers mcp/elicit: true (form elicitation) or the modes it handles. Servers are offered elicitation only when set. */
   elicitation?: ElicitationCapability;
-  /** The host answers mcp/roots. Servers are offered roots only when this is true. */
-  roots?: boolean;
+  /** The host answers mcp/roots: true, or MCP's shape {} or {"listChanged": true} (listChanged has no effect: the sidecar asks for the roots each time a server does). Servers are offered roots only when set. */
+  roots?: RootsCapability;
   /** The host answers mcp/sample. Servers are offered sampling only when set. */
   sampling?: SamplingCapability;
   /** The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL. */
   authorization?: AuthorizationCapability;
   /** The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid. */
   inputs?: boolean;
+  /** The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched. */
+  extensions?: { [key: string]: { [key: string]: unknown } };
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -47,6 +49,8 @@ export interface Limits {
   maxServerRequests?: number;
   /** Bound of an OAuth authorization flow, the user in the browser included (default 300000). */
   authorizationTimeoutMs?: number;
+  /** Token limit of a tool's result for tools and servers whose configuration sets no output_token_limit, and the ceiling of those that do (default 25000); a result over its limit is cut, the whole kept in a file of the session. */
+  maxToolOutputTokens?: number;
 }
 
 /** One MCP server, with the keys of Codex's McpServerConfig. Unknown keys are ignored and reported as warnings (initialize's config.warnings), with a hint; a definition with errors makes the server invalid. */
@@ -95,9 +99,12 @@ export interface ServerConfig {
   /** Per-tool settings by tool name. */
   tools?: { [key: string]: {
       approval_mode?: "auto" | "prompt" | "writes" | "approve";
+      /** Token limit of the tool's results (Codex's key); over it a result is cut. */
       output_token_limit?: number;
       [key: string]: unknown;
     } };
+  /** Token limit of the results of the server's tools that set none of their own (the sidecar's key; Codex has it per tool). */
+  output_token_limit?: number;
   /** OAuth resource (RFC 8707) of an HTTP server. */
   oauth_resource?: string;
   /** OAuth client of an HTTP server. */
@@ -183,6 +190,8 @@ export interface SessionOpenParams {
 export interface ServerState {
   name: string;
   state: State;
+  /** A dormant server's instructions for the model, from the disk cache (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
 }
 
 /** A server's state in a session; invalid: its configuration entry has errors and it is never started; needs_authorization: it can be used once a user authorizes it (OAuth). */
@@ -236,12 +245,14 @@ export interface ServerCatalog {
   name: string;
   state: State;
   catalog: "live" | "cached" | "none";
-  /** The catalog awaits a refresh (its last refresh failed and the cooldown runs). */
+  /** The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile. */
   stale?: boolean;
   /** Why the server failed, disconnected or is invalid. */
   error?: string;
   /** The server's supports_parallel_tool_calls: its tools may be called in parallel. */
   supportsParallelToolCalls?: boolean;
+  /** The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
 }
 
 export interface ToolsListResult {
@@ -280,12 +291,161 @@ export interface ToolsCallParams {
 
 /** The server's CallToolResult as it sent it. */
 export interface CallToolResult {
-  content?: Array<{ [key: string]: unknown }>;
+  content?: Array<ContentBlock>;
   structuredContent?: { [key: string]: unknown };
   /** The tool ran and failed. */
   isError?: boolean;
+  /** The server's _meta; with the sidecar's mcp-sidecar/truncated (an OutputCut) when it cut the result to its limit. */
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
+}
+
+/** What the sidecar left out of a result over its token limit (the _meta member mcp-sidecar/truncated). Block indexes are positions in the server's content array, from 0. */
+export interface OutputCut {
+  /** The limit that applied, in estimated tokens. */
+  limit: number;
+  /** The estimate of the result as the server sent it. */
+  originalTokens: number;
+  /** The estimate of what was kept, the marker block not counted. */
+  keptTokens: number;
+  /** The content blocks left out whole. */
+  omittedBlocks: Array<number>;
+  /** The text block kept in part, when one is. */
+  cutBlock?: number;
+  /** structuredContent was left out whole. */
+  structuredContentOmitted?: boolean;
+  /** The file that holds the whole result until the session closes; absent when it could not be written. */
+  file?: string;
+  /** text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented. */
+  fileFormat?: "text" | "json";
+  /** Why the file could not be written. */
+  fileError?: string;
+}
+
+/** Who a content block is meant for (MCP's Role). */
+export type Role = "user" | "assistant";
+
+/** MCP's Annotations of a content block or resource: hints for the client. */
+export interface Annotations {
+  audience?: Array<Role>;
+  /** How important the data is, from 0 (entirely optional) to 1 (effectively required). */
+  priority?: number;
+  /** ISO 8601 time of the last change. */
+  lastModified?: string;
+  [key: string]: unknown;
+}
+
+/** MCP's Icon: an image a user interface may show. */
+export interface Icon {
+  /** An http(s) URL or a data: URI. */
+  src: string;
+  mimeType?: string;
+  /** WxH sizes (48x48), or any. */
+  sizes?: Array<string>;
+  theme?: "light" | "dark";
+  [key: string]: unknown;
+}
+
+/** MCP's TextContent. */
+export interface TextContent {
+  type: "text";
+  text: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's ImageContent. */
+export interface ImageContent {
+  type: "image";
+  /** The image, base64-encoded. */
+  data: string;
+  mimeType: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's AudioContent. */
+export interface AudioContent {
+  type: "audio";
+  /** The audio, base64-encoded. */
+  data: string;
+  mimeType: string;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's ResourceLink: a resource of the server for the client to read (resources/read); it need not be in resources/list. */
+export interface ResourceLink {
+  type: "resource_link";
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  /** The size in bytes before any encoding, when known. */
+  size?: number;
+  icons?: Array<Icon>;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's EmbeddedResource: the contents of a resource in the result. */
+export interface EmbeddedResource {
+  type: "resource";
+  resource: ResourceContents;
+  annotations?: Annotations;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's contents of a resource: text, or a base64 blob. */
+export type ResourceContents = TextResourceContents | BlobResourceContents;
+
+/** MCP's TextResourceContents. */
+export interface TextResourceContents {
+  uri: string;
+  mimeType?: string;
+  text: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's BlobResourceContents. */
+export interface BlobResourceContents {
+  uri: string;
+  mimeType?: string;
+  /** The bytes, base64-encoded. */
+  blob: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** A content block of a type this version does not know (a later MCP version's), as the server sent it. */
+export interface UnknownContentBlock {
+  type: string;
+  [key: string]: unknown;
+}
+
+/** MCP's ContentBlock, told apart by type; a block of another type is an UnknownContentBlock. */
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContentBlock;
+
+/** The ContentBlock kinds this version knows (without UnknownContentBlock). */
+export type KnownContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
+
+/** The type of each kind of KnownContentBlock. */
+export const CONTENT_BLOCK_TYPES = ["text","image","audio","resource_link","resource"] as const;
+
+/**
+ * Whether the value is of a kind this version knows:
+ * narrow with it, then switch on type. A kind a later version adds comes as UnknownContentBlock.
+ */
+export function isKnownContentBlock(value: ContentBlock): value is KnownContentBlock {
+  const tag = (value as { type?: unknown }).type;
+  return tag === undefined ? false : (CONTENT_BLOCK_TYPES as readonly unknown[]).includes(tag);
 }
 
 export interface ServerRequestParams {
@@ -386,6 +546,8 @@ export interface ServerStatus {
   pid?: number;
   /** MCP protocol version of the connection. */
   protocolVersion?: string;
+  /** The generation of MCP the connection speaks: modern (2026-07-28 and later: per-request metadata, no initialize) or legacy (the initialize handshake). */
+  era?: "modern" | "legacy";
   /** The server's MCP capabilities ({} when not connected). */
   capabilities: { [key: string]: unknown };
   /** RFC 3339 time of the last successful start. */
@@ -410,8 +572,23 @@ export interface ServerStatus {
   tools?: number;
   /** Estimated tokens of those tools' definitions; absent without a catalog. */
   tokens?: number;
+  /** The catalog a notifications/tools/list_changed outdated is still in use: no refresh has replaced it yet (one runs, failed, or gave up in a storm of notifications); tools/list serves it marked stale. */
+  stale?: boolean;
+  /** When the catalog refresh in flight began (RFC 3339): a refresh that does not end shows here until its bound, startup_timeout_sec, ends it. */
+  refreshingSince?: string;
   /** The server's OAuth state, for a Streamable HTTP server that is authorized or asked for authorization. Never holds a token. */
   authorization?: ServerAuthorization;
+  /** The server's instructions for the model (initialize or server/discover), at most 8 KiB of the server's text and then a marker when cut (docs/protocol.md, "Server instructions"). */
+  instructions?: string;
+  /** Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay). */
+  excludedTools?: Array<ExcludedTool>;
+}
+
+/** A tool a server listed that the catalog leaves out, and why. */
+export interface ExcludedTool {
+  /** The tool's name on the server. */
+  tool: string;
+  reason: string;
 }
 
 export interface ServersStatusResult {
@@ -483,16 +660,111 @@ export interface ElicitParams {
   sessionId: string;
   server: string;
   /** The server's elicitation/create params as it sent them. */
-  params: { [key: string]: unknown };
+  params: ElicitRequestParams;
 }
 
 /** MCP's ElicitResult, sent on to the server. */
 export interface ElicitResult {
   action: "accept" | "decline" | "cancel";
-  content?: { [key: string]: unknown };
+  /** With accept of a form: the fields' values. */
+  content?: { [key: string]: ElicitValue };
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
 }
+
+/** MCP's elicitation/create params, told apart by mode: a form (mode form, or absent) or a URL; a mode this version does not know is an UnknownElicitRequestParams. */
+export type ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams | UnknownElicitRequestParams;
+
+/** The ElicitRequestParams kinds this version knows (without UnknownElicitRequestParams). */
+export type KnownElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams;
+
+/** The mode of each kind of KnownElicitRequestParams. */
+export const ELICIT_REQUEST_PARAMS_MODES = ["form","url"] as const;
+
+/**
+ * Whether the value is of a kind this version knows (without mode: ElicitRequestFormParams):
+ * narrow with it, then switch on mode. A kind a later version adds comes as UnknownElicitRequestParams.
+ */
+export function isKnownElicitRequestParams(value: ElicitRequestParams): value is KnownElicitRequestParams {
+  const tag = (value as { mode?: unknown }).mode;
+  return tag === undefined ? true : (ELICIT_REQUEST_PARAMS_MODES as readonly unknown[]).includes(tag);
+}
+
+/** A form: ask the user for the fields of requestedSchema, and answer them as the content of an accept. */
+export interface ElicitRequestFormParams {
+  mode?: "form";
+  message: string;
+  requestedSchema: ElicitationSchema;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** A URL elicitation: show message, open url with the user's consent and answer the action (no content); the server may send mcp/elicitationComplete with elicitationId later. */
+export interface ElicitRequestURLParams {
+  mode: "url";
+  message: string;
+  elicitationId: string;
+  url: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** Elicitation params of a mode this version does not know, as the server sent them. */
+export interface UnknownElicitRequestParams {
+  mode: string;
+  [key: string]: unknown;
+}
+
+/** MCP's requestedSchema: a flat object of primitive fields. */
+export interface ElicitationSchema {
+  $schema?: string;
+  type: "object";
+  /** The fields by name. */
+  properties: { [key: string]: PrimitiveSchemaDefinition };
+  required?: Array<string>;
+  [key: string]: unknown;
+}
+
+/** One field of a form (MCP's PrimitiveSchemaDefinition, its variants as one object): a string (format, minLength, maxLength; a single choice with enum or oneOf), a number or integer (minimum, maximum), a boolean, or an array (a multiple choice: items.enum or items.anyOf, minItems, maxItems). */
+export interface PrimitiveSchemaDefinition {
+  type: "string" | "number" | "integer" | "boolean" | "array";
+  title?: string;
+  description?: string;
+  /** The field's value when the answer leaves it out: a string, number or boolean, or a list of strings for an array. */
+  default?: unknown;
+  /** email, uri, date or date-time. */
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  /** The values of a single choice without titles. */
+  enum?: Array<string>;
+  /** Titles of the enum values (MCP's legacy form; oneOf is the current one). */
+  enumNames?: Array<string>;
+  /** The values of a single choice, with titles. */
+  oneOf?: Array<EnumOption>;
+  minItems?: number;
+  maxItems?: number;
+  /** The values of a multiple choice: enum without titles, or anyOf with titles. */
+  items?: {
+    type?: string;
+    enum?: Array<string>;
+    anyOf?: Array<EnumOption>;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** One value of a choice, with its title. */
+export interface EnumOption {
+  const: string;
+  title: string;
+  [key: string]: unknown;
+}
+
+/** The value of one field of an answer: a string, a number, a boolean, or a list of strings (a multiple choice). */
+export type ElicitValue = string | number | boolean | Array<string>;
 
 export interface RootsParams {
   sessionId: string;
@@ -551,6 +823,11 @@ export type ElicitationCapability = boolean | {
 /** {} when the host samples; {"tools": {}} when it samples with tools. false: it does not (true is the same as {}). */
 export type SamplingCapability = boolean | {
   tools?: { [key: string]: unknown };
+};
+
+/** true, {} or {"listChanged": true}: the host answers mcp/roots. false: it does not. */
+export type RootsCapability = boolean | {
+  listChanged?: boolean;
 };
 
 export interface SampleParams {
@@ -614,17 +891,41 @@ export interface TasksListParams {
 export interface TaskStatusParams {
   sessionId: string;
   server: string;
-  /** The server's notifications/tasks/status params as it sent them (MCP's Task: taskId, status, statusMessage?, ...). */
-  params: { [key: string]: unknown };
+  /** The server's notifications/tasks/status params as it sent them: MCP's Task. */
+  params: Task;
 }
 
 /** The server's CreateTaskResult as it sent it: the answer to a tools/call with task. */
 export interface CreateTaskResult {
-  task: {
-    taskId: string;
-    status: string;
-    [key: string]: unknown;
-  };
+  task: Task;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** MCP's TaskStatus: working and input_required go on (input_required: the server asks the host, through mcp/elicit or mcp/sample, while tasks/result waits); completed, failed and cancelled are final. */
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+/** MCP's Task, as the server sent it. */
+export interface Task {
+  taskId: string;
+  status: TaskStatus;
+  /** What the status means for this task, for people. */
+  statusMessage?: string;
+  /** ISO 8601 time the task was created. */
+  createdAt?: string;
+  /** ISO 8601 time of its last change. */
+  lastUpdatedAt?: string;
+  /** How long the server keeps the task from its creation, in milliseconds; null: without limit. */
+  ttl?: number | null;
+  /** Suggested milliseconds between two tasks/get. */
+  pollInterval?: number;
+  [key: string]: unknown;
+}
+
+/** MCP's ListTasksResult: one page of the server's tasks. */
+export interface ListTasksResult {
+  tasks: Array<Task>;
+  nextCursor?: string;
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
 }
@@ -861,13 +1162,13 @@ export interface RequestMap {
   /** Ends the session's subscription to a resource of a server. */
   "resources/unsubscribe": { params: ResourceSubscribeParams; result: EmptyResult };
   /** The state of a server's task (MCP tasks/get), as the server answered. */
-  "tasks/get": { params: TaskParams; result: MCPResult };
-  /** The result of a server's task (MCP tasks/result), as the server answered; the server may hold it until the task ends. */
-  "tasks/result": { params: TaskParams; result: MCPResult };
+  "tasks/get": { params: TaskParams; result: Task };
+  /** The result of a server's task (MCP tasks/result): the CallToolResult of the tools/call that created it, as the server answered; the server may hold it until the task ends. */
+  "tasks/result": { params: TaskParams; result: CallToolResult };
   /** One page of a server's tasks (MCP tasks/list), as the server answered. */
-  "tasks/list": { params: TasksListParams; result: MCPResult };
+  "tasks/list": { params: TasksListParams; result: ListTasksResult };
   /** Cancels a server's task (MCP tasks/cancel); the result is the server's. */
-  "tasks/cancel": { params: TaskParams; result: MCPResult };
+  "tasks/cancel": { params: TaskParams; result: Task };
 }
 
 /** Requests from the sidecar to the host: params and the result the host answers. */
@@ -953,24 +1254,24 @@ export const REQUEST_ERRORS: { readonly [M in keyof RequestMap]: readonly ErrorK
   "tools/call": ["unknown_session","unknown_server","unknown_tool","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","binding_changed","too_many_requests","server_error","session_closed","startup_superseded"],
   "tools/search": ["unknown_session","unknown_server","session_closed"],
   "tools/get": ["unknown_session","session_closed"],
-  "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/discover": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
-  "prompts/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "prompts/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "completion/complete": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/templates/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/read": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/discover": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","discovery_rejected","session_closed","startup_superseded"],
+  "prompts/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "prompts/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "completion/complete": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "servers/refresh": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
   "servers/reconnect": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","session_closed","startup_superseded"],
-  "servers/status": ["unknown_session"],
-  "servers/logout": ["unknown_session","unknown_server"],
+  "servers/status": ["unknown_session","session_closed"],
+  "servers/logout": ["unknown_session","unknown_server","session_closed"],
   "shutdown": [],
-  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/result": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
-  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/subscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "resources/unsubscribe": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/get": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/result": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/list": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
+  "tasks/cancel": ["unknown_session","unknown_server","server_not_ready","needs_authorization","startup_timeout","tool_timeout","connection_lost","too_many_requests","server_error","session_closed","startup_superseded"],
 };
 
 /** The error kinds any request may get. */

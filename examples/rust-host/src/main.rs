@@ -10,10 +10,10 @@
 //! per check; exits 1 if any check failed.
 
 use mcp_sidecar_client::protocol::{
-    requests, InitializeParams, ServerConfig, SessionOpenParams, SessionOpenParamsStartup,
-    SessionParams, ToolsCallParams, ToolsCallResult, ToolsListParams,
+    requests, ElicitParams, ElicitRequestParams, ElicitResult, InitializeParams, ServerConfig,
+    SessionOpenParams, SessionOpenParamsStartup, SessionParams, ToolsCallParams, ToolsListParams,
 };
-use mcp_sidecar_client::{codes, Error, Options, RequestHandler, RpcError, SidecarClient};
+use mcp_sidecar_client::{codes, Error, Options, RpcError, SidecarClient};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -108,7 +108,7 @@ impl Events {
 }
 
 /// What the elicitation handler was asked.
-type Asked = Arc<Mutex<Vec<Value>>>;
+type Asked = Arc<Mutex<Vec<ElicitParams>>>;
 
 fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Error>> {
     println!("rust-host: a Rust harness spawns {sidecar} and runs two MCP servers through it.");
@@ -120,29 +120,26 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
         print_notification(method, &params);
         let _ = tx.send((method.to_string(), params));
     });
-    // Requests from the sidecar: a server asks the user a question. A real
-    // harness shows it; this one answers "blue".
+    // Requests from the sidecar, typed: a server asks the user to fill in a
+    // form. A real harness shows it; this one answers "blue".
     let asked: Asked = Arc::default();
     let asked_in_handler = Arc::clone(&asked);
-    let on_request: RequestHandler = Arc::new(move |method: &str, params: Value| match method {
-        "mcp/elicit" => {
-            let message = params["params"]["message"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            println!(
-                "<- mcp/elicit            server {} asks the user: {message:?}",
-                txt(&params["server"])
-            );
-            println!("   (host answers)        accept, answer = \"blue\"");
-            asked_in_handler.lock().unwrap().push(params);
-            Ok(json!({"action": "accept", "content": {"answer": "blue"}}))
-        }
-        _ => Err(RpcError::new(
-            codes::METHOD_NOT_FOUND,
-            format!("rust-host does not handle {method}"),
-        )),
-    });
+    let on_elicit = move |p: ElicitParams, _cancelled| {
+        let form = match &p.params {
+            ElicitRequestParams::Form(form) => form,
+            // A URL elicitation, or a mode a later MCP version adds.
+            _ => return Ok(ElicitResult::decline()),
+        };
+        let fields: Vec<&String> = form.requested_schema.properties.keys().collect();
+        println!(
+            "<- mcp/elicit            server {} asks the user: {:?}, fields {fields:?}",
+            p.server, form.message
+        );
+        println!("   (host answers)        accept, answer = \"blue\"");
+        let answer = [("answer".to_string(), "blue".into())].into_iter().collect();
+        asked_in_handler.lock().unwrap().push(p.clone());
+        Ok::<_, RpcError>(ElicitResult::accept(answer))
+    };
 
     let mut cmd = Command::new(sidecar);
     cmd.args(["serve", "--log-level", "error"]);
@@ -151,9 +148,9 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
         Options {
             request_timeout: Duration::from_secs(30),
             on_notification: Some(on_notification),
-            on_request: Some(on_request),
             ..Options::default()
-        },
+        }
+        .on_elicit(on_elicit),
     )?;
     let mut events = Events {
         rx,
@@ -244,18 +241,21 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
         &format!("{names:?}"),
     );
 
-    let call = |params: Value| client.request("tools/call", with_session(&session, params));
+    // call_tool answers the server's CallToolResult (text() joins its text blocks).
+    let call = |name: &str, arguments: Value| {
+        client.call_tool(&ToolsCallParams {
+            session_id: session.clone(),
+            name: Some(name.to_string()),
+            arguments: arguments.as_object().cloned(),
+            ..ToolsCallParams::default()
+        })
+    };
 
     // A plain call.
     println!("-> tools/call            mcp__example__echo {{\"text\":\"hello from Rust\"}}");
-    let echo =
-        call(json!({"name": "mcp__example__echo", "arguments": {"text": "hello from Rust"}}))?;
-    println!("     {}", first_text(&echo));
-    checks.check(
-        first_text(&echo) == "hello from Rust",
-        "echo answers with the text",
-        &echo.to_string(),
-    );
+    let echo = call("mcp__example__echo", json!({"text": "hello from Rust"}))?.text();
+    println!("     {echo}");
+    checks.check(echo == "hello from Rust", "echo answers with the text", &echo);
 
     // The sandbox policy: sent as exact bytes (a Box<RawValue> in the typed
     // params, not a serde_json::Value, which would sort keys and could round
@@ -268,18 +268,15 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
     ] {
         let name = format!("mcp__{server}__sandbox_info");
         println!("-> tools/call            {name} with sandboxState {POLICY}");
-        let res = client.call::<requests::ToolsCall>(&ToolsCallParams {
-            session_id: session.clone(),
-            name: Some(name.clone()),
-            arguments: Some(serde_json::Map::new()),
-            sandbox_state: Some(policy.clone()),
-            ..ToolsCallParams::default()
-        })?;
-        let res = match res {
-            ToolsCallResult::CallToolResult(r) => serde_json::to_value(r)?,
-            ToolsCallResult::CreateTaskResult(t) => serde_json::to_value(t)?,
-        };
-        let text = first_text(&res);
+        let text = client
+            .call_tool(&ToolsCallParams {
+                session_id: session.clone(),
+                name: Some(name.clone()),
+                arguments: Some(serde_json::Map::new()),
+                sandbox_state: Some(policy.clone()),
+                ..ToolsCallParams::default()
+            })?
+            .text();
         println!("     {text}");
         // The launcher object, when there is one, follows on the next line.
         let state = text.split('\n').next().unwrap_or("");
@@ -336,32 +333,31 @@ fn run(sidecar: &str, checks: &mut Checks) -> Result<(), Box<dyn std::error::Err
             );
         }
     }
-    let again = call(json!({"name": "mcp__example__echo", "arguments": {"text": "still here"}}))?;
+    let again = call("mcp__example__echo", json!({"text": "still here"}))?.text();
     checks.check(
-        first_text(&again) == "still here",
+        again == "still here",
         "the server answers after the cancellation",
-        &again.to_string(),
+        &again,
     );
 
-    // Elicitation: the server asks the user through the host (on_request above).
+    // Elicitation: the server asks the user through the host (on_elicit above).
     println!("-> tools/call            mcp__example__ask {{\"question\":\"Favourite colour?\"}}");
-    let ask =
-        call(json!({"name": "mcp__example__ask", "arguments": {"question": "Favourite colour?"}}))?;
-    println!("     {}", first_text(&ask));
+    let ask = call("mcp__example__ask", json!({"question": "Favourite colour?"}))?.text();
+    println!("     {ask}");
     let asked = asked.lock().unwrap().clone();
+    let asked_form = |p: &ElicitParams| match &p.params {
+        ElicitRequestParams::Form(f) => f.message == "Favourite colour?",
+        _ => false,
+    };
     checks.check(
         asked.len() == 1
-            && asked[0]["server"] == "example"
-            && asked[0]["sessionId"] == session.as_str()
-            && asked[0]["params"]["message"] == "Favourite colour?",
+            && asked[0].server == "example"
+            && asked[0].session_id == session
+            && asked_form(&asked[0]),
         "the host was asked once, by example, with the question",
         &format!("{asked:?}"),
     );
-    checks.check(
-        first_text(&ask) == "blue",
-        "the host's answer is the tool's result",
-        &ask.to_string(),
-    );
+    checks.check(ask == "blue", "the host's answer is the tool's result", &ask);
 
     // Shut down: note the servers' pids first, to see them gone after.
     let status = client.call::<requests::ServersStatus>(&SessionParams {
@@ -484,11 +480,6 @@ fn txt(v: &Value) -> String {
 fn with_session(session: &str, mut params: Value) -> Value {
     params["sessionId"] = json!(session);
     params
-}
-
-/// The text of a CallToolResult's first content item.
-fn first_text(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or("")
 }
 
 /// Drops the whitespace between JSON tokens and nothing else (strings are

@@ -1,0 +1,107 @@
+package sidecar_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+)
+
+// processRSS is the resident size of process pid (Linux), false where
+// /proc does not tell.
+func processRSS(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}
+
+// raceBuild reports whether the test binary runs under the race detector,
+// whose shadow memory a process does not give back.
+func raceBuild() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLargeResultsMemoryReturned: a sidecar process that relayed four
+// tool results of 60 MB gives the memory back: its resident size returns
+// to within half a result of what it was before them (it stayed at
+// 180 MB above for minutes). Long (240 MB through three processes), so
+// it runs with the soak tests (MCP_SIDECAR_SOAK=1 or -soak).
+//
+//	MCP_SIDECAR_SOAK=1 go test -count=1 -run TestLargeResultsMemoryReturned -v ./sidecar/
+func TestLargeResultsMemoryReturned(t *testing.T) {
+	if !*soak && os.Getenv("MCP_SIDECAR_SOAK") != "1" {
+		t.Skip("long: run with -soak or MCP_SIDECAR_SOAK=1")
+	}
+	if raceBuild() {
+		t.Skip("the race detector's shadow memory stays resident")
+	}
+	const result = 60 << 20
+	p := startSidecarProcess(t)
+	pid := p.cmd.Process.Pid
+	if _, ok := processRSS(pid); !ok {
+		t.Skip("no /proc to read a process's resident size from")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*testTimeout)
+	defer cancel()
+	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{MaxFrameBytes: 4 * result})
+	defer c.Close()
+	servers := map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{ResultBytes: result}})}
+	if err := c.Call(ctx, protocol.MethodInitialize, map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": t.TempDir(), "servers": servers}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var open protocol.SessionOpenResult
+	if err := c.Call(ctx, protocol.MethodSessionOpen, map[string]any{"startup": "eager"}, &open); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := processRSS(pid)
+	peak := before
+	for range 4 {
+		if err := c.Call(ctx, protocol.MethodToolsCall, map[string]any{"sessionId": open.SessionID, "name": "mcp__s__echo"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if rss, _ := processRSS(pid); rss > peak {
+			peak = rss
+		}
+	}
+	// No event says the memory went back: the resident size is read until
+	// it has, or until the hang guard.
+	deadline := time.Now().Add(2 * testTimeout)
+	for {
+		rss, _ := processRSS(pid)
+		if rss-before < result/2 {
+			t.Logf("resident: %d MiB before, %d MiB at most after a result, %d MiB at the end", before>>20, peak>>20, rss>>20)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resident: %d MiB before four results of %d MiB, %d MiB %v after them, want less than %d MiB more",
+				before>>20, result>>20, rss>>20, 2*testTimeout, result>>21)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
