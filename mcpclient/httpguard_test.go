@@ -215,11 +215,11 @@ func TestHTTPTransportRefusesOtherOrigins(t *testing.T) {
 	catch := newCatcher(t)
 	cfg, env := secretServerConfig("http://127.0.0.1:1/mcp")
 	c := &Conn{name: "h", opts: Options{Name: "h", Config: cfg, Env: env, MaxLineBytes: DefaultMaxLineBytes}}
-	tr, err := c.httpTransport()
+	h, err := c.newHTTP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := tr.(*mcp.StreamableClientTransport).HTTPClient
+	client := h.transport.HTTPClient
 	req, _ := http.NewRequest(http.MethodPost, catch.srv.URL+"/mcp", strings.NewReader(`{}`))
 	resp, err := client.Transport.RoundTrip(req)
 	if err == nil {
