@@ -218,10 +218,11 @@ type Conn struct {
 	era          Era
 	instructions string
 	// meta is the _meta every request of a modern connection carries
-	// (members only, without braces), and capsRaw the client's
-	// capabilities as sent.
-	meta    []byte
-	capsRaw json.RawMessage
+	// (members only, without braces), taskMeta the same with the tasks
+	// extension declared, and capsRaw the client's capabilities as sent.
+	meta     []byte
+	taskMeta []byte
+	capsRaw  json.RawMessage
 	// subs is the modern connection's subscriptions/listen stream.
 	subs *listener
 

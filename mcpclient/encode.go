@@ -23,41 +23,54 @@ const protocolMetaPrefix = "io.modelcontextprotocol/"
 // one part for a small request, three (head, the arguments in place,
 // tail) for large arguments.
 func (c *Conn) encodeToolCall(id int64, call ToolCall) ([][]byte, error) {
-	head := make([]byte, 0, 256+len(c.meta))
+	size := 256 + len(c.meta)
+	if len(call.Arguments) <= rawWriteInPlace {
+		size += len(call.Arguments)
+	}
+	head := make([]byte, 0, size)
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
 	head = strconv.AppendInt(head, id, 10)
 	head = append(head, `,"method":"tools/call","params":`...)
-	head, args, tail, err := c.appendToolCallParams(head, call)
+	head, args, err := c.appendToolCallHead(head, call)
 	if err != nil {
 		return nil, err
 	}
-	tail = append(tail, "}\n"...)
 	if len(args) <= rawWriteInPlace {
-		line := append(append(head, args...), tail...)
-		return [][]byte{line}, nil
+		line, err := c.appendToolCallTail(append(head, args...), call)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{append(line, "}\n"...)}, nil
 	}
-	return [][]byte{head, args, tail}, nil
+	tail, err := c.appendToolCallTail(nil, call)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{head, args, append(tail, "}\n"...)}, nil
 }
 
 // toolCallParams is the params object of a tools/call.
 func (c *Conn) toolCallParams(call ToolCall) (json.RawMessage, error) {
-	head, args, tail, err := c.appendToolCallParams(nil, call)
+	head, args, err := c.appendToolCallHead(nil, call)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(head, args...), tail...), nil
+	return c.appendToolCallTail(append(head, args...), call)
 }
 
-// appendToolCallParams appends the params of call to dst up to its
-// arguments, and returns the arguments (compacted if they had layout) and
-// the rest of the object apart, so that large arguments can be written in
-// place.
-func (c *Conn) appendToolCallParams(dst []byte, call ToolCall) (head, args, tail []byte, err error) {
+// appendToolCallHead appends the params of call to dst up to its
+// arguments, and returns the arguments (compacted if they had layout)
+// apart, so that large arguments can be written in place.
+func (c *Conn) appendToolCallHead(dst []byte, call ToolCall) (head, args []byte, err error) {
 	head = append(dst, '{')
-	if len(call.Meta) > 0 || len(c.meta) > 0 {
+	proto := c.meta
+	if call.Task != nil && c.era == EraModern {
+		proto = c.taskMeta // the tasks extension, declared on this call
+	}
+	if len(call.Meta) > 0 || len(proto) > 0 {
 		head = append(head, `"_meta":`...)
-		if head, err = c.appendMeta(head, call.Meta); err != nil {
-			return nil, nil, nil, fmt.Errorf("encoding _meta: %w", err)
+		if head, err = appendMeta(head, call.Meta, proto); err != nil {
+			return nil, nil, fmt.Errorf("encoding _meta: %w", err)
 		}
 		head = append(head, ',')
 	}
@@ -69,18 +82,25 @@ func (c *Conn) appendToolCallParams(dst []byte, call ToolCall) (head, args, tail
 		// Whitespace between tokens (a newline would end the line):
 		// compacted, as go-sdk's encoder does.
 		if args, err = appendCompact(nil, args); err != nil {
-			return nil, nil, nil, fmt.Errorf("arguments: %w", err)
+			return nil, nil, fmt.Errorf("arguments: %w", err)
 		}
 	}
+	return head, args, nil
+}
+
+// appendToolCallTail appends what follows the arguments in the params of
+// call, the closing brace included.
+func (c *Conn) appendToolCallTail(dst []byte, call ToolCall) ([]byte, error) {
 	// The task parameter is 2025-11-25's: modern servers decide on tasks
 	// themselves (the tasks extension).
 	if call.Task != nil && c.era != EraModern {
-		tail = append(tail, `,"task":`...)
-		if tail, err = appendCompact(tail, call.Task); err != nil {
-			return nil, nil, nil, fmt.Errorf("task: %w", err)
+		dst = append(dst, `,"task":`...)
+		var err error
+		if dst, err = appendCompact(dst, call.Task); err != nil {
+			return nil, fmt.Errorf("task: %w", err)
 		}
 	}
-	return head, args, append(tail, '}'), nil
+	return append(dst, '}'), nil
 }
 
 // rawWriteInPlace is the argument size above which the arguments are
@@ -88,24 +108,24 @@ func (c *Conn) appendToolCallParams(dst []byte, call ToolCall) (head, args, tail
 const rawWriteInPlace = 64 << 10
 
 // appendMeta appends the _meta object of a request: the connection's own
-// members (modern connections), then the caller's, keys sorted, with
-// json.RawMessage values compacted and otherwise as they are, other values
-// encoded without HTML escaping. A caller's key in the protocol's
+// members proto (modern connections), then the caller's meta, keys sorted,
+// with json.RawMessage values compacted and otherwise as they are, other
+// values encoded without HTML escaping. A caller's key in the protocol's
 // reserved space is not sent on a modern connection: those are the
 // connection's.
-func (c *Conn) appendMeta(dst []byte, meta map[string]any) ([]byte, error) {
+func appendMeta(dst []byte, meta map[string]any, proto []byte) ([]byte, error) {
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
-		if len(c.meta) > 0 && strings.HasPrefix(k, protocolMetaPrefix) {
+		if len(proto) > 0 && strings.HasPrefix(k, protocolMetaPrefix) {
 			continue
 		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	dst = append(dst, '{')
-	dst = append(dst, c.meta...)
+	dst = append(dst, proto...)
 	for i, k := range keys {
-		if i > 0 || len(c.meta) > 0 {
+		if i > 0 || len(proto) > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONString(dst, k)
@@ -132,13 +152,18 @@ func (c *Conn) appendMeta(dst []byte, meta map[string]any) ([]byte, error) {
 // params' _meta (made when there is none); on a legacy one params are
 // returned as they are.
 func (c *Conn) withMeta(params json.RawMessage) json.RawMessage {
+	return c.withMetaOf(params, c.meta)
+}
+
+// withMetaOf is withMeta with the protocol's members proto.
+func (c *Conn) withMetaOf(params json.RawMessage, proto []byte) json.RawMessage {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
-	if len(c.meta) == 0 {
+	if len(proto) == 0 {
 		return params
 	}
-	if p, ok := bytes.CutPrefix(params, []byte(`{"_meta":{`)); ok && bytes.HasPrefix(p, c.meta) {
+	if p, ok := bytes.CutPrefix(params, []byte(`{"_meta":{`)); ok && bytes.HasPrefix(p, proto) {
 		return params // ours, with the connection's _meta (tools/call)
 	}
 	ms, err := members(params)
@@ -147,9 +172,9 @@ func (c *Conn) withMeta(params json.RawMessage) json.RawMessage {
 	}
 	i := slices.IndexFunc(ms, func(m member) bool { return m.name == "_meta" })
 	if i < 0 {
-		out := make([]byte, 0, len(params)+len(c.meta)+16)
+		out := make([]byte, 0, len(params)+len(proto)+16)
 		out = append(out, `{"_meta":{`...)
-		out = append(out, c.meta...)
+		out = append(out, proto...)
 		out = append(out, '}')
 		if body := bytes.TrimSpace(params[1 : len(params)-1]); len(body) > 0 {
 			out = append(out, ',')
@@ -165,7 +190,7 @@ func (c *Conn) withMeta(params json.RawMessage) json.RawMessage {
 	for k, v := range given {
 		meta[k] = v
 	}
-	merged, err := c.appendMeta(nil, meta)
+	merged, err := appendMeta(nil, meta, proto)
 	if err != nil {
 		return params
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -51,7 +52,11 @@ func (c *Conn) handshake(ctx context.Context) error {
 		return err
 	}
 	c.opts.Logger.Debug("server is not modern: initialize", "server", c.name, "why", legacy.why)
-	return c.fallBack(ctx)
+	version := legacy.version
+	if version == "" {
+		version = DefaultProtocolVersion
+	}
+	return c.fallBack(ctx, version)
 }
 
 // startupCall is a request of the handshake: it also ends when the
@@ -95,7 +100,7 @@ func (c *Conn) startupCall(ctx context.Context, method string, params json.RawMe
 func (c *Conn) initialize(ctx context.Context, version string) error {
 	c.era = EraLegacy
 	c.meta = nil
-	c.capsRaw = c.capabilities(version)
+	c.capsRaw = c.capabilities(version, false)
 	params, err := marshalNoEscape(struct {
 		Capabilities    json.RawMessage     `json:"capabilities"`
 		ClientInfo      *mcp.Implementation `json:"clientInfo"`
@@ -171,8 +176,9 @@ func (c *Conn) opened(raw json.RawMessage) error {
 }
 
 // capabilities is the client's capabilities object for version: each only
-// when the host handles it, in MCP's object shapes.
-func (c *Conn) capabilities(version string) json.RawMessage {
+// when the host handles it, in MCP's object shapes; with tasks, the tasks
+// extension too (modern versions).
+func (c *Conn) capabilities(version string, tasks bool) json.RawMessage {
 	caps := map[string]json.RawMessage{}
 	if c.opts.Roots {
 		caps["roots"] = json.RawMessage(`{}`)
@@ -196,8 +202,17 @@ func (c *Conn) capabilities(version string) json.RawMessage {
 		}
 		caps["sampling"] = s
 	}
-	if version >= ModernProtocolVersion && len(c.opts.Extensions) > 0 {
-		caps["extensions"], _ = marshalNoEscape(c.opts.Extensions)
+	if version >= ModernProtocolVersion && (len(c.opts.Extensions) > 0 || tasks) {
+		ext := maps.Clone(c.opts.Extensions)
+		if tasks {
+			if ext == nil {
+				ext = map[string]json.RawMessage{}
+			}
+			if _, ok := ext[TasksExtension]; !ok {
+				ext[TasksExtension] = json.RawMessage(`{}`)
+			}
+		}
+		caps["extensions"], _ = marshalNoEscape(ext)
 	}
 	out, _ := marshalNoEscape(caps)
 	return out
@@ -205,10 +220,14 @@ func (c *Conn) capabilities(version string) json.RawMessage {
 
 // modernByDefault: a server whose config sets no protocol_version is
 // probed for the modern protocol first.
-const modernByDefault = false
+const modernByDefault = true
 
-// legacyServer is the error of a probe that found a legacy server.
-type legacyServer struct{ why error }
+// legacyServer is the error of a probe that found a legacy server: why,
+// and the version to ask for in initialize ("" for the default).
+type legacyServer struct {
+	why     error
+	version string
+}
 
 func (e *legacyServer) Error() string { return "legacy server: " + e.why.Error() }
 
@@ -246,7 +265,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		var se *ServerError
 		switch {
 		case timedOut:
-			return &legacyServer{fmt.Errorf("no answer to server/discover within %s", c.probeWait(ctx))}
+			return &legacyServer{why: fmt.Errorf("no answer to server/discover within %s", c.probeWait(ctx))}
 		case errors.As(err, &se) && se.Code == codeUnsupportedVersion:
 			next, ok := pickVersion(se.Data)
 			switch {
@@ -254,7 +273,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 				version = next
 				continue // once, with a version the server named
 			case !pinned && ok && next < ModernProtocolVersion:
-				return &legacyServer{fmt.Errorf("server/discover: the server supports %s", next)}
+				return &legacyServer{why: fmt.Errorf("server/discover: the server supports %s", next), version: next}
 			}
 			return fmt.Errorf("server %q does not support protocol version %s (it answered %s; this client speaks %s and %s): %w",
 				c.name, version, orMissing(se.Data), ModernProtocolVersion, legacyVersions, err)
@@ -263,7 +282,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused():
 			return err // no other request would fare better
 		case probe || c.opts.Era == EraModern && !pinned:
-			return &legacyServer{err}
+			return &legacyServer{why: err}
 		}
 		return err
 	}
@@ -307,11 +326,17 @@ func (c *Conn) probeWait(ctx context.Context) time.Duration {
 func (c *Conn) useModern(version string) {
 	c.era = EraModern
 	c.protocol = version
-	c.capsRaw = c.capabilities(version)
+	c.capsRaw = c.capabilities(version, false)
+	c.meta = c.modernMeta(version, c.capsRaw)
+	c.taskMeta = c.modernMeta(version, c.capabilities(version, true))
+}
+
+// modernMeta is the _meta members of a modern request that declares caps.
+func (c *Conn) modernMeta(version string, caps json.RawMessage) []byte {
 	info, _ := marshalNoEscape(c.opts.ClientInfo)
 	var b bytes.Buffer
 	b.WriteString(`"io.modelcontextprotocol/clientCapabilities":`)
-	b.Write(c.capsRaw)
+	b.Write(caps)
 	b.WriteString(`,"io.modelcontextprotocol/clientInfo":`)
 	b.Write(info)
 	// Servers send notifications/message only for a request that names a
@@ -320,7 +345,7 @@ func (c *Conn) useModern(version string) {
 	b.WriteString(`,"io.modelcontextprotocol/logLevel":"debug"`)
 	b.WriteString(`,"io.modelcontextprotocol/protocolVersion":`)
 	b.Write(jsonString(version))
-	c.meta = b.Bytes()
+	return b.Bytes()
 }
 
 // discovered takes a DiscoverResult: the version must be one the server
@@ -333,15 +358,22 @@ func (c *Conn) discovered(version string, raw json.RawMessage, pinned bool) erro
 		return fmt.Errorf("server %q answered server/discover with %s, not a DiscoverResult (supportedVersions, capabilities): %w", c.name, clipJSON(raw), ErrMalformedResult)
 	}
 	if !slices.Contains(r.SupportedVersions, version) {
-		next, ok := "", false
-		if !pinned && slices.Contains(r.SupportedVersions, ModernProtocolVersion) {
-			next, ok = ModernProtocolVersion, true
-		}
-		if !ok {
+		switch {
+		case !pinned && slices.Contains(r.SupportedVersions, ModernProtocolVersion):
+			c.useModern(ModernProtocolVersion)
+			version = ModernProtocolVersion
+		case !pinned && slices.ContainsFunc(legacyVersions, func(v string) bool { return slices.Contains(r.SupportedVersions, v) }):
+			// A server that answers server/discover but offers only
+			// versions of the initialize handshake (go-sdk's stateful HTTP
+			// server does): the newest of them, by initialize.
+			for _, v := range legacyVersions {
+				if slices.Contains(r.SupportedVersions, v) {
+					return &legacyServer{why: fmt.Errorf("server/discover: the server supports %q", r.SupportedVersions), version: v}
+				}
+			}
+		default:
 			return fmt.Errorf("server %q supports protocol versions %q, not %s (this client speaks %s and %s)", c.name, r.SupportedVersions, version, ModernProtocolVersion, legacyVersions)
 		}
-		c.useModern(next)
-		version = next
 	}
 	if err := c.opened(raw); err != nil {
 		return err
@@ -376,27 +408,27 @@ func (c *Conn) wrongEra(ctx context.Context, err error) bool {
 // fallBack runs the legacy handshake after a probe that found a legacy
 // server: on the same process when it still runs (else on a new one), or
 // over HTTP on a fresh go-sdk connection.
-func (c *Conn) fallBack(ctx context.Context) error {
+func (c *Conn) fallBack(ctx context.Context, version string) error {
 	if c.http != nil {
 		c.http.rt.resetFailure()
 		if err := c.http.fresh(ctx); err != nil {
 			return err
 		}
-		return c.initialize(ctx, DefaultProtocolVersion)
+		return c.initialize(ctx, version)
 	}
 	if c.processGone() {
 		if err := c.respawn(); err != nil {
 			return err
 		}
-		return c.initialize(ctx, DefaultProtocolVersion)
+		return c.initialize(ctx, version)
 	}
-	err := c.initialize(ctx, DefaultProtocolVersion)
+	err := c.initialize(ctx, version)
 	if err != nil && ctx.Err() == nil && c.processGone() {
 		// It went on reading, then died of the probe after all.
 		if err := c.respawn(); err != nil {
 			return err
 		}
-		return c.initialize(ctx, DefaultProtocolVersion)
+		return c.initialize(ctx, version)
 	}
 	return err
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // TestRawCallLine checks the tools/call line the stdio path writes, as the
-// server read it: ids from the connection's one table (the handshake's
-// initialize took 1), _meta keys sorted with their values' bytes,
+// server read it: ids from the connection's one table (the server/discover
+// probe took 1, initialize 2: the raw fixture is a legacy server), _meta keys sorted with their values' bytes,
 // whitespace between tokens compacted (a newline in the host's arguments
 // would otherwise end the line), the task member, and the result returned
 // as the server wrote it.
@@ -56,8 +56,8 @@ func TestRawCallLine(t *testing.T) {
 		}
 	}
 	want := []string{
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"a-first":"plain <value>","codex/sandbox-state":{"h":"<&>","e":"\u00e9"},"progressToken":"p-1"},"name":"echo","arguments":` + wantArgs + `,"task":{"ttl":5}}}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"a-first":"plain <value>","codex/sandbox-state":{"h":"<&>","e":"\u00e9"},"progressToken":"p-1"},"name":"echo","arguments":` + wantArgs + `,"task":{"ttl":5}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("tools/call lines the server read (-want +got):\n%s", diff)

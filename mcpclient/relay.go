@@ -313,7 +313,8 @@ func (c *Conn) notification(method string, params json.RawMessage) {
 		if h.ElicitationComplete != nil && json.Unmarshal(params, &p) == nil && p.ElicitationID != "" {
 			h.ElicitationComplete(p.ElicitationID)
 		}
-	case "notifications/tasks/status":
+	case "notifications/tasks/status", "notifications/tasks":
+		// (2025-11-25's, and the tasks extension's: params as sent.)
 		if h.TaskStatus != nil {
 			h.TaskStatus(params)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 )
@@ -90,6 +91,9 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		params = json.RawMessage(`{}`)
 	} else if !isObject(params) || !json.Valid(params) {
 		return nil, fmt.Errorf("server %q: %s: params are not a JSON object", c.name, method)
+	}
+	if c.era == EraModern && strings.HasPrefix(method, "tasks/") {
+		return c.modernTaskRequest(ctx, method, params)
 	}
 	return c.call(ctx, method, params)
 }

@@ -59,6 +59,8 @@ type listener struct {
 	tools, prompts, resources bool
 	canSubscribe              bool // capabilities.resources.subscribe
 
+	changeMu sync.Mutex // one replacement at a time
+
 	mu     sync.Mutex
 	uris   map[string]bool
 	cur    *stream // the stream in use; nil when there is nothing to ask for
@@ -108,9 +110,7 @@ func (c *Conn) newListener() {
 		}
 	}
 	c.subs = l
-	l.mu.Lock()
-	l.replaceLocked()
-	l.mu.Unlock()
+	l.replace()
 }
 
 // params are the params of a listen request for uris.
@@ -132,21 +132,40 @@ func (l *listener) params(uris []string) json.RawMessage {
 	return l.c.withMeta(b)
 }
 
-// replaceLocked opens a stream for what the listener asks for now and ends
-// the one before (after: no notification falls between the two). It
-// returns the new stream, nil when there is nothing to ask for.
-func (l *listener) replaceLocked() *stream {
+// replace ends the stream in use and opens one for what the listener asks
+// for now. It returns the new stream, nil when there is nothing to ask
+// for.
+//
+// On stdio the old stream is over before the new one is asked for: go-sdk
+// v1.8 servers keep one registration per connection and kind of
+// notification (and per resource), which the end of any listen request
+// drops when its handler returns, whenever that is: a new stream asked for
+// before it would be left with nothing. Such a server answers the
+// cancelled request once its handler returned, which is waited for (a
+// server that follows MCP and answers nothing is waited for at most
+// cancelEcho). A notification that falls between the two streams is lost.
+func (l *listener) replace() *stream {
+	l.changeMu.Lock()
+	defer l.changeMu.Unlock()
+	l.mu.Lock()
 	old := l.cur
 	l.cur = nil
+	l.mu.Unlock()
+	if old != nil {
+		old.end()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	uris := slices.Sorted(maps.Keys(l.uris))
 	if !l.closed && (l.tools || l.prompts || l.resources || len(uris) > 0) {
 		l.cur = l.open(uris)
 	}
-	if old != nil {
-		old.close()
-	}
 	return l.cur
 }
+
+// cancelEcho bounds the wait for the answer to a cancelled listen request
+// (see replace).
+const cancelEcho = time.Second
 
 // open sends a listen request for uris. Its answer (the server's graceful
 // end, an error, the transport's end) reopens it, unless it was replaced.
@@ -207,24 +226,42 @@ func (l *listener) reopenLater() {
 			return
 		}
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.cur != nil && l.cur.ended != nil {
-			select {
-			case <-l.cur.ended:
-				l.replaceLocked()
-			default: // replaced meanwhile by a working one
-			}
+		cur := l.cur
+		l.mu.Unlock()
+		if cur == nil {
+			return
+		}
+		select {
+		case <-cur.ended:
+			l.replace()
+		default: // replaced meanwhile by a working one
 		}
 	})
 }
 
-// close takes the stream back: the server is told (stdio) or its POST
-// closed (HTTP).
-func (s *stream) close() {
-	if s.l.c.w.forget(s.id) {
-		s.l.c.w.cancel(s.id, errors.New("subscriptions changed"))
+// end takes the stream back: its POST is closed (HTTP), or the server is
+// told, and its answer waited for (stdio: see replace).
+func (s *stream) end() {
+	w := s.l.c.w
+	defer s.stop()
+	if s.l.c.proc == nil {
+		w.forget(s.id)
+		return
 	}
-	s.stop()
+	select {
+	case <-s.ended:
+		return
+	default:
+	}
+	w.cancel(s.id, errors.New("subscriptions changed"))
+	t := time.NewTimer(cancelEcho)
+	defer t.Stop()
+	select {
+	case <-s.ended:
+	case <-t.C:
+	case <-s.l.c.life.Done():
+	}
+	w.forget(s.id)
 }
 
 // waitAck waits for the stream's acknowledgment (bounded by ctx) and
@@ -321,8 +358,11 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 		return err
 	}
 	l.uris[uri] = true
-	s := l.replaceLocked()
 	l.mu.Unlock()
+	s := l.replace()
+	if s == nil {
+		return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, ErrConnectionLost)
+	}
 	agreed, err := s.waitAck(ctx)
 	if err != nil {
 		return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, err)
@@ -337,12 +377,12 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 // unsubscribe drops uri from the stream.
 func (l *listener) unsubscribe(_ context.Context, uri string) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.uris[uri] {
-		return nil
-	}
+	had := l.uris[uri]
 	delete(l.uris, uri)
-	l.replaceLocked()
+	l.mu.Unlock()
+	if had {
+		l.replace()
+	}
 	return nil
 }
 

@@ -568,7 +568,8 @@ func TestCacheFilesPrivateAndSecretFree(t *testing.T) {
 // TestConcurrentStartsBounded configures 100 servers with
 // maxConcurrentStarts 8. Each server is started through sh, which appends
 // "start <pid>" to a shared log and execs the fixture, which appends
-// "initialize <pid>" to the same log when initialize arrives. Both lines
+// "server/discover <pid>" (or "initialize <pid>") to the same log when the
+// handshake arrives. Both lines
 // fall inside the startup slot (taken before the spawn, given back after
 // the initialize answer), so replaying the log never shows more than 8
 // servers between the two.
@@ -606,7 +607,7 @@ func TestConcurrentStartsBounded(t *testing.T) {
 		case "start":
 			starts++
 			starting[fields[1]] = true
-		case "initialize":
+		case "server/discover", "initialize":
 			inits++
 			delete(starting, fields[1])
 		}

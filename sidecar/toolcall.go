@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/catalog"
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sandbox"
 )
@@ -224,13 +225,14 @@ func (s *Server) toolsCall(ctx context.Context, params json.RawMessage) (result,
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, tc.timeout, errToolTimeout)
 	defer cancel()
-	var raw json.RawMessage
-	var err error
-	if tc.p.Task != nil {
-		raw, err = tc.conn.CallToolTask(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task)
-	} else {
-		raw, err = tc.conn.CallTool(callCtx, tc.bound.Name, tc.p.Arguments, tc.meta)
+	call := mcpclient.ToolCall{Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task}
+	if tc.conn.Transport() == config.TransportHTTP {
+		// The tool's x-mcp-header declarations, for its Mcp-Param-*
+		// headers (an invalid declaration leaves the tool out of the
+		// catalog, so it is not bound here).
+		call.Headers, _ = mcpheader.Parse(tc.bound.InputSchema)
 	}
+	raw, err := tc.conn.CallToolWith(callCtx, call)
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) {
 			err = errToolTimeout
