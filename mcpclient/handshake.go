@@ -260,7 +260,12 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		timedOut := pctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err == nil {
-			return c.discovered(version, raw, pinned)
+			err = c.discovered(version, raw, pinned)
+			var legacy *legacyServer
+			if errors.As(err, &legacy) && legacy.version == "" && !(probe || c.opts.Era == EraModern && !pinned) {
+				return fmt.Errorf("server %q: %w", c.name, legacy.why)
+			}
+			return err
 		}
 		var se *ServerError
 		switch {
@@ -269,7 +274,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		case errors.As(err, &se) && se.Code == codeUnsupportedVersion:
 			next, ok := pickVersion(se.Data)
 			switch {
-			case attempt == 0 && ok && (!pinned || next == version):
+			case attempt == 0 && ok && next >= ModernProtocolVersion && (!pinned || next == version):
 				version = next
 				continue // once, with a version the server named
 			case !pinned && ok && next < ModernProtocolVersion:
@@ -279,6 +284,11 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 				c.name, version, orMissing(se.Data), ModernProtocolVersion, legacyVersions, err)
 		case errors.As(err, &se) && (se.Code == codeHeaderMismatch || se.Code == codeMissingClientCapability):
 			return err // a modern server that refused the request itself
+		case errors.Is(err, ErrMalformedResult):
+			// An answer, not an error: no legacy server answers
+			// server/discover with a result, and a broken one is not
+			// talked to.
+			return err
 		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused():
 			return err // no other request would fare better
 		case probe || c.opts.Era == EraModern && !pinned:
@@ -354,8 +364,14 @@ func (c *Conn) discovered(version string, raw json.RawMessage, pinned bool) erro
 	var r struct {
 		SupportedVersions []string `json:"supportedVersions"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil || r.SupportedVersions == nil {
+	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("server %q answered server/discover with %s, not a DiscoverResult (supportedVersions, capabilities): %w", c.name, clipJSON(raw), ErrMalformedResult)
+	}
+	if r.SupportedVersions == nil {
+		// Some servers of 2025-11-25 answer every method they do not know
+		// with an empty result (the official conformance suite's mocks
+		// do): no DiscoverResult, so not a modern server.
+		return &legacyServer{why: fmt.Errorf("server/discover answered %s, without supportedVersions", clipJSON(raw))}
 	}
 	if !slices.Contains(r.SupportedVersions, version) {
 		switch {

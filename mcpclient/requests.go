@@ -16,6 +16,11 @@ import (
 // waits for the result. Over HTTP the request is bound to the connection's
 // life: a POST in flight ends with the connection.
 func (c *Conn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.callAsIs(ctx, method, c.withMeta(params))
+}
+
+// callAsIs is call with params sent as they are.
+func (c *Conn) callAsIs(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	select {
 	case <-c.done:
 		return nil, c.Err()
@@ -26,7 +31,7 @@ func (c *Conn) call(ctx context.Context, method string, params json.RawMessage) 
 		ctx, stop = c.bindLife(ctx)
 		defer stop()
 	}
-	return c.w.call(ctx, method, c.withMeta(params))
+	return c.w.call(ctx, method, params)
 }
 
 // ListToolsPage sends one tools/list.
@@ -59,7 +64,7 @@ func cursorParams(cursor string) json.RawMessage {
 // ReadResource sends resources/read.
 func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
 	params := append(append([]byte(`{"uri":`), jsonString(uri)...), '}')
-	return c.callRounds(ctx, "resources/read", params)
+	return c.callRounds(ctx, "resources/read", params, false)
 }
 
 // GetPrompt sends prompts/get.
@@ -72,7 +77,7 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 		}
 		params = append(append(params, `,"arguments":`...), a...)
 	}
-	return c.callRounds(ctx, "prompts/get", append(params, '}'))
+	return c.callRounds(ctx, "prompts/get", append(params, '}'), false)
 }
 
 // Complete sends completion/complete with params (a CompleteParams object,
@@ -149,7 +154,7 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 	if c.era == EraModern && c.transport == config.TransportHTTP && len(call.Headers) > 0 {
 		ctx = withParamHeaders(ctx, call.Headers.Headers(args))
 	}
-	return c.callRounds(ctx, "tools/call", params)
+	return c.callRounds(ctx, "tools/call", params, true)
 }
 
 // checkCallParams checks the arguments (nil means {}) and the task (nil
