@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
@@ -332,5 +333,38 @@ func TestWritesKeepTheirOrder(t *testing.T) {
 	want := []string{"first", "call a", "call b", "cancel a", "call c"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what the server read, in order (-want +got):\n%s", diff)
+	}
+}
+
+// TestServerRequestsAnsweredWithoutWaiting: the answers the read loop
+// gives a server itself (a ping, a refusal) do not wait for the server to
+// read them: a server that sends requests and does not read its stdin
+// cannot stop the connection's read loop. They reach the server, in order,
+// once it reads.
+func TestServerRequestsAnsweredWithoutWaiting(t *testing.T) {
+	w := &gatedWriter{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	c := newConn(Options{Name: "fx", Config: &config.ServerConfig{Command: "fx"}, MaxServerRequests: 1})
+	c.lc = &lineConn{w: w}
+	c.w.use(c.lc)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for i, method := range []string{"ping", "roots/list", "no/such"} {
+			id, _ := jsonrpc.MakeID(float64(i + 1))
+			c.serverRequest(&jsonrpc.Request{ID: id, Method: method, Params: json.RawMessage(`{}`)})
+		}
+	}()
+	select {
+	case <-answered:
+	case <-testCtx(t).Done():
+		t.Fatal("answering the server's requests waited for the server to read")
+	}
+	close(w.gate)
+	c.w.bg.Wait()
+	want := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"roots are not supported by this client"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"method \"no/such\" not found"}}` + "\n"
+	if diff := cmp.Diff(want, w.buf.String()); diff != "" {
+		t.Errorf("what the server read (-want +got):\n%s", diff)
 	}
 }

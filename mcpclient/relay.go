@@ -80,21 +80,36 @@ func busyError(limit int) *jsonrpc.Error {
 		"client busy: %d requests from this server already wait for an answer; try again later", limit)}
 }
 
-// reply answers a server's request.
+// reply answers a server's request without waiting: it may be called on
+// the read loop (a ping, a refusal), which must not wait for a server
+// that does not read. On stdio the line goes through the connection's
+// ordered writer, over HTTP the POST goes on a goroutine of the
+// connection.
 func (c *Conn) reply(id jsonrpc.ID, result json.RawMessage, err *jsonrpc.Error) {
 	resp := &jsonrpc.Response{ID: id, Result: result}
 	if err != nil {
 		resp = &jsonrpc.Response{ID: id, Error: err}
 	}
+	if lc := c.lineConn(); lc != nil {
+		data, eerr := jsonrpc.EncodeMessage(resp)
+		if eerr != nil {
+			c.opts.Logger.Warn("answer to the server's request not encoded", "server", c.name, "err", eerr)
+			return
+		}
+		lc.send([][]byte{append(data, '\n')}, c.w.goBG)
+		return
+	}
 	conn, _ := c.w.current()
 	if conn == nil {
 		return
 	}
-	ctx, stop := context.WithTimeout(c.life, cancelWait)
-	defer stop()
-	if werr := conn.Write(ctx, resp); werr != nil {
-		c.opts.Logger.Debug("answer to the server's request not sent", "server", c.name, "err", werr)
-	}
+	c.w.goBG(func() {
+		ctx, stop := context.WithTimeout(c.life, cancelWait)
+		defer stop()
+		if werr := conn.Write(ctx, resp); werr != nil {
+			c.opts.Logger.Debug("answer to the server's request not sent", "server", c.name, "err", werr)
+		}
+	})
 }
 
 // inputRefusal is the error a server gets for a request of method the
