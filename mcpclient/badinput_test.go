@@ -133,15 +133,21 @@ func TestInputRequestsBadInput(t *testing.T) {
 		{"a capability not declared", ask(elicit, ""), false, "client does not support elicitation", nil, 1},
 		{"input asked forever", ask(elicit, `"s"`), true, "still asked for input after 10 requests", ErrTooManyRounds, maxRounds},
 		{"nothing asked, ever", ask(`{}`, ""), true, "3 times in a row that it needs input without asking for any", ErrTooManyRounds, maxSheddingRounds},
+		{"more inputs at once than may wait on the host", ask(`{"a":{"method":"roots/list"},"b":{"method":"roots/list"},"c":{"method":"roots/list"}}`, ""), true, "asks for 3 inputs at once, more than the 2", ErrTooManyRounds, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rawLog := filepath.Join(t.TempDir(), "raw.log")
 			c := connect(t, Options{
-				Config:      fixture.Config("fx", rawModern(rawLog, map[string]json.RawMessage{"tools/call": json.RawMessage(tc.result)})),
-				Elicitation: tc.elicit,
-				Handlers: Handlers{Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-					return json.RawMessage(`{"action":"accept","content":{}}`), nil
-				}},
+				Config:            fixture.Config("fx", rawModern(rawLog, map[string]json.RawMessage{"tools/call": json.RawMessage(tc.result)})),
+				MaxServerRequests: 2,
+				Roots:             true,
+				Elicitation:       tc.elicit,
+				Handlers: Handlers{
+					Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+						return json.RawMessage(`{"action":"accept","content":{}}`), nil
+					},
+					ListRoots: func(context.Context) (json.RawMessage, error) { return json.RawMessage(`{"roots":[]}`), nil },
+				},
 			})
 			// Both ways a call goes: waited for, and started from a read
 			// loop (its rounds on a goroutine of the connection).

@@ -113,13 +113,33 @@ func (c *Conn) parseInputRequired(method string, result json.RawMessage) (*input
 }
 
 // fulfil answers every input request in parallel through the handlers
-// and returns the inputResponses object.
+// and returns the inputResponses object. The requests wait on the host
+// within the same bound as a legacy server's own (MaxServerRequests at
+// once): a result that asks for more fails its call.
 func (c *Conn) fulfil(ctx context.Context, method string, ir *inputRequired) (json.RawMessage, error) {
 	keys := make([]string, 0, len(ir.requests))
 	for k := range ir.requests {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	taken := 0
+	defer func() {
+		for range taken {
+			<-c.serverReqs
+		}
+	}()
+	for range keys {
+		select {
+		case c.serverReqs <- struct{}{}:
+			taken++
+		default:
+			if f := c.opts.Handlers.ServerRequestRefused; f != nil {
+				f(method+" input requests", cap(c.serverReqs))
+			}
+			return nil, fmt.Errorf("server %q: %s: it asks for %d inputs at once, more than the %d of the server that may wait on the host (limits.maxServerRequests): %w",
+				c.name, method, len(keys), cap(c.serverReqs), ErrTooManyRounds)
+		}
+	}
 	results := make([]json.RawMessage, len(keys))
 	errs := make([]error, len(keys))
 	ctx, cancel := context.WithCancel(ctx)
