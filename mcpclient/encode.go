@@ -23,11 +23,7 @@ const protocolMetaPrefix = "io.modelcontextprotocol/"
 // one part for a small request, three (head, the arguments in place,
 // tail) for large arguments.
 func (c *Conn) encodeToolCall(id int64, call ToolCall) ([][]byte, error) {
-	size := 256 + len(c.meta)
-	if len(call.Arguments) <= rawWriteInPlace {
-		size += len(call.Arguments)
-	}
-	head := make([]byte, 0, size)
+	head := make([]byte, 0, 256+len(c.meta))
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
 	head = strconv.AppendInt(head, id, 10)
 	head = append(head, `,"method":"tools/call","params":`...)

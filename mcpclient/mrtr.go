@@ -51,8 +51,17 @@ func resultType(result []byte) string {
 	if !bytes.Contains(result, []byte(`"resultType"`)) {
 		return ""
 	}
+	v := topMember(result, "resultType")
+	switch string(v) { // no allocation: compared, not converted
+	case `"complete"`:
+		return resultComplete
+	case `"input_required"`:
+		return resultInputRequired
+	case `"task"`:
+		return resultTask
+	}
 	var s string
-	if json.Unmarshal(topMember(result, "resultType"), &s) != nil {
+	if json.Unmarshal(v, &s) != nil {
 		return ""
 	}
 	return s

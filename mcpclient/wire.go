@@ -546,7 +546,10 @@ func (w *wire) start(call ToolCall, done CallReceiver) (PendingCall, error) {
 	}
 	e := entry{done: done, method: "tools/call"}
 	if c.era == EraModern {
-		e.started = &call
+		// A copy of its own, made only here: the call's params are kept
+		// for its rounds only where there can be rounds.
+		kept := call
+		e.started = &kept
 	}
 	if _, err := w.register(id, e, nil); err != nil {
 		return PendingCall{}, err
