@@ -25,6 +25,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -223,8 +224,9 @@ type Conn struct {
 	meta     []byte
 	taskMeta []byte
 	capsRaw  json.RawMessage
-	// subs is the modern connection's subscriptions/listen stream.
-	subs *listener
+	// subs is the modern connection's subscriptions/listen stream, set
+	// once the server's DiscoverResult is read (the read loop reads it).
+	subs atomic.Pointer[listener]
 
 	// life is cancelled when the connection ends: work of the connection
 	// derives from it, so that it stops rather than wait on a dead peer.
@@ -573,8 +575,8 @@ func (c *Conn) end(cause error) {
 		c.errMu.Unlock()
 		close(c.done)
 		c.cancelLife()
-		if c.subs != nil {
-			c.subs.shut()
+		if l := c.subs.Load(); l != nil {
+			l.shut()
 		}
 		c.w.fail(cause)
 	})

@@ -232,10 +232,15 @@ type legacyServer struct {
 func (e *legacyServer) Error() string { return "legacy server: " + e.why.Error() }
 
 // defaultProbeWait bounds the wait for a stdio server's answer to the
-// server/discover probe: a legacy server that does not answer a request
-// before initialize is taken as legacy after it. It is cut to half the
+// server/discover probe: a server that has not answered by then is taken
+// as legacy (2025-11-25 servers may ignore a request before initialize),
+// and is sent initialize on the same process. It is long, because the wait
+// starts as the process starts: a server slow to start (npx fetching a
+// package, a virtual environment loading) must not be taken for legacy
+// because it was slow; a server that ignores the probe costs it once, as
+// the sidecar keeps the era it learnt (Options.Era). It is cut to half the
 // startup's time left, so that initialize has the other half.
-const defaultProbeWait = 5 * time.Second
+const defaultProbeWait = 10 * time.Second
 
 // The modern errors that tell a modern server (JSON-RPC codes of MCP
 // 2026-07-28): its answer is not a reason to fall back.

@@ -50,6 +50,7 @@ func TestNegotiation(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
+		wait    time.Duration // the probe's bound; 0: long enough for any answer
 		raw     fixture.RawSpec
 		pin     string
 		hint    Era
@@ -81,7 +82,7 @@ func TestNegotiation(t *testing.T) {
 				Errors:  map[string]json.RawMessage{"initialize": json.RawMessage(`{"code":-32601,"message":"\"initialize\" is not supported in the new protocol"}`)},
 			},
 			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
-		{name: "probe unanswered: initialize on the same process", raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
+		{name: "probe unanswered: initialize on the same process", wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
 			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +90,11 @@ func TestNegotiation(t *testing.T) {
 			raw := tc.raw
 			cfg := fixture.Config("fx", fixture.Spec{RawLogFile: rawLog, Raw: &raw})
 			cfg.ProtocolVersion = tc.pin
-			c, err := Connect(testCtx(t), Options{Name: "fx", Config: cfg, Era: tc.hint, probeWait: 300 * time.Millisecond})
+			wait := tc.wait
+			if wait == 0 {
+				wait = 20 * time.Second // a loaded machine must not turn an answer into a timeout
+			}
+			c, err := Connect(testCtx(t), Options{Name: "fx", Config: cfg, Era: tc.hint, probeWait: wait})
 			if tc.era == EraUnknown {
 				if err == nil {
 					c.Close()

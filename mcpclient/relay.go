@@ -284,7 +284,8 @@ func wireError(err error) *jsonrpc.Error {
 // the caller has the response.
 func (c *Conn) notification(method string, params json.RawMessage) {
 	h := c.opts.Handlers
-	if c.subs != nil && !c.subs.current(params) {
+	subs := c.subs.Load()
+	if subs != nil && !subs.current(params) {
 		return // of a subscriptions/listen stream that was replaced
 	}
 	switch method {
@@ -336,8 +337,8 @@ func (c *Conn) notification(method string, params json.RawMessage) {
 	case "notifications/cancelled":
 		c.serverCancelled(params)
 	case "notifications/subscriptions/acknowledged":
-		if c.subs != nil {
-			c.subs.acknowledged(params)
+		if subs != nil {
+			subs.acknowledged(params)
 		}
 	}
 }
@@ -367,8 +368,10 @@ func (c *Conn) serverCancelled(params json.RawMessage) {
 		cancel()
 		return
 	}
-	if n, ok := id.Raw().(int64); ok && c.subs != nil {
-		c.subs.ended(n)
+	if n, ok := id.Raw().(int64); ok {
+		if subs := c.subs.Load(); subs != nil {
+			subs.ended(n)
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 // Subscribe subscribes to updates of the resource uri.
 func (c *Conn) Subscribe(ctx context.Context, uri string) error {
 	if c.era == EraModern {
-		return c.subs.subscribe(ctx, uri)
+		return c.subs.Load().subscribe(ctx, uri)
 	}
 	_, err := c.call(ctx, "resources/subscribe", uriParams(uri))
 	return err
@@ -34,7 +34,7 @@ func (c *Conn) Subscribe(ctx context.Context, uri string) error {
 // Unsubscribe ends the subscription to uri.
 func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
 	if c.era == EraModern {
-		return c.subs.unsubscribe(ctx, uri)
+		return c.subs.Load().unsubscribe(ctx, uri)
 	}
 	_, err := c.call(ctx, "resources/unsubscribe", uriParams(uri))
 	return err
@@ -109,7 +109,7 @@ func (c *Conn) newListener() {
 			l.uris[uri] = true
 		}
 	}
-	c.subs = l
+	c.subs.Store(l)
 	l.replace()
 }
 
