@@ -235,42 +235,57 @@ func TestElicitationDefaultsAndValidation(t *testing.T) {
 	}
 }
 
-// An accepted form whose content does not match the schema is refused to
-// the server (-32602), and the host hears of it: an mcp/log warning for
-// that server naming the fields that are wrong and why, so that its user
-// can be asked again; the values are not quoted (a form may ask for a
-// password).
+// An accepted form whose content does not match the schema is not sent to
+// the server, and the host hears of it: an mcp/log warning for that server
+// naming the fields that are wrong and why, so that its user can be asked
+// again; the values are not quoted (a form may ask for a password). A
+// 2025-11-25 server asked in a request of its own and gets -32602 (the tool
+// then reports it); a 2026-07-28 server asked in an input-required result,
+// which has no place for an error: the call fails with the same words.
 func TestRefusedElicitationAnswerIsReportedToTheHost(t *testing.T) {
 	const schema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}`
-	h := newHarness(t)
-	h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
-		return map[string]any{"action": "accept", "content": map[string]any{"age": "forty-s3cr3t"}}, nil
-	}
-	spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
-	open := h.open(map[string]any{"startup": "eager"})
-	res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(res), "does not match requested schema") || strings.Contains(string(res), "s3cr3t") {
-		t.Errorf("the tool's result %s: want the server to have been refused the answer, without its values", res)
-	}
-	n := h.waitFor("an mcp/log warning about the refused answer", func(n hostclient.Notification) bool {
-		var p protocol.LogParams
-		return n.Method == protocol.NotifyLog && json.Unmarshal(n.Params, &p) == nil && p.Server == "s" && p.Level == "warning" &&
-			strings.Contains(string(p.Data), "elicitation/create")
-	})
-	var p protocol.LogParams
-	json.Unmarshal(n.Params, &p)
-	var msg string
-	json.Unmarshal(p.Data, &msg)
-	for _, want := range []string{`field \"name\" is required`, `field \"age\" does not match its schema`} {
-		if !strings.Contains(string(p.Data), want) {
-			t.Errorf("mcp/log %s does not say %s", p.Data, want)
-		}
-	}
-	if strings.Contains(msg, "s3cr3t") {
-		t.Errorf("mcp/log %q quotes the answer", msg)
+	for _, legacy := range []bool{true, false} {
+		name := map[bool]string{true: "2025-11-25", false: "2026-07-28"}[legacy]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+				return map[string]any{"action": "accept", "content": map[string]any{"age": "forty-s3cr3t"}}, nil
+			}
+			spec := fixture.Spec{Legacy: legacy, Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
+			open := h.open(map[string]any{"startup": "eager"})
+			res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
+			said := string(res)
+			if legacy {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err == nil {
+					t.Fatalf("the call answered %s; want it to fail: the server cannot be sent the invalid answer", res)
+				}
+				said = err.Error()
+			}
+			if !strings.Contains(said, "does not match requested schema") || strings.Contains(said, "s3cr3t") {
+				t.Errorf("the call said %s: want the answer refused, without its values", said)
+			}
+			n := h.waitFor("an mcp/log warning about the refused answer", func(n hostclient.Notification) bool {
+				var p protocol.LogParams
+				return n.Method == protocol.NotifyLog && json.Unmarshal(n.Params, &p) == nil && p.Server == "s" && p.Level == "warning" &&
+					strings.Contains(string(p.Data), "elicitation/create")
+			})
+			var p protocol.LogParams
+			json.Unmarshal(n.Params, &p)
+			var msg string
+			json.Unmarshal(p.Data, &msg)
+			for _, want := range []string{`field \"name\" is required`, `field \"age\" does not match its schema`} {
+				if !strings.Contains(string(p.Data), want) {
+					t.Errorf("mcp/log %s does not say %s", p.Data, want)
+				}
+			}
+			if strings.Contains(msg, "s3cr3t") {
+				t.Errorf("mcp/log %q quotes the answer", msg)
+			}
+		})
 	}
 }
