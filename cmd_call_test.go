@@ -37,6 +37,13 @@ func receivedMeta(t *testing.T, rawLog string) []map[string]json.RawMessage {
 			} `json:"params"`
 		}
 		if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.Method == "tools/call" {
+			for k := range msg.Params.Meta {
+				// The protocol's own keys (a 2026-07-28 request names its
+				// version, client and capabilities) are the connection's.
+				if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+					delete(msg.Params.Meta, k)
+				}
+			}
 			out = append(out, msg.Params.Meta)
 		}
 	}

@@ -1,8 +1,16 @@
 // Package mcpclient is one MCP connection of the sidecar: it starts a stdio
 // server in a process group of its own (or dials a Streamable HTTP server),
-// completes initialize with the go-sdk client, relays the server's
-// notifications and requests to the caller's handlers, and returns every
-// result as the raw bytes the server sent.
+// agrees on a protocol with it (MCP 2026-07-28 where the server speaks it,
+// the initialize handshake of 2025-11-25 and earlier otherwise), relays the
+// server's notifications and requests to the caller's handlers, and returns
+// every result as the raw bytes the server sent.
+//
+// One wire (wire.go) carries every message of a connection: one id table,
+// one read loop per underlying connection, in-order dispatch. Underneath it
+// is go-sdk's mcp.Connection: our own over the server's pipes for stdio
+// (lineconn.go), go-sdk's Streamable HTTP client connection, with our
+// http.RoundTripper, for HTTP (http.go). docs/architecture.md follows one
+// call through it.
 package mcpclient
 
 import (
@@ -17,6 +25,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -28,12 +37,14 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
-// DefaultProtocolVersion is the version a connection asks for unless its
-// config sets protocol_version. Pinning it (for HTTP too) skips go-sdk's
-// server/discover probe, which some stdio servers answer by exiting, and
-// keeps list results uncached and request _meta untouched (both differ on
-// 2026-07-28 sessions).
+// DefaultProtocolVersion is the version a connection asks for in the
+// initialize handshake of a server that does not speak the modern protocol
+// (unless its config sets protocol_version).
 const DefaultProtocolVersion = "2025-11-25"
+
+// legacyVersions are the handshake versions this client speaks, newest
+// first.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Defaults of Options.
 const (
@@ -42,6 +53,10 @@ const (
 	DefaultCloseGrace   = 2 * time.Second
 	DefaultTermGrace    = 2 * time.Second
 )
+
+// cancelWait bounds a notifications/cancelled POSTed to a legacy HTTP
+// server, and the other notifications the connection sends on its own.
+const cancelWait = 5 * time.Second
 
 // ErrConnectionLost is the errors.Is target of every error that means the
 // connection is gone: the process exited, the stream ended, or Close was
@@ -96,7 +111,7 @@ type Options struct {
 	// StderrBytes is the size of the stderr tail kept (default 64 KiB).
 	StderrBytes int
 	// MaxLineBytes bounds one message from the server: a stdout line, an
-	// HTTP body or SSE event captured raw (default 64 MiB).
+	// HTTP body or SSE event (default 64 MiB).
 	MaxLineBytes int
 	// Reaper registers the server process, when the sidecar serves the
 	// host protocol (nil otherwise): see internal/reaper.
@@ -111,7 +126,7 @@ type Options struct {
 	// with contexts).
 	HTTPClient *http.Client
 	// Subscriptions lists the resources the connection is subscribed to.
-	// A Streamable HTTP server that forgot the session forgot its
+	// A legacy Streamable HTTP server that forgot the session forgot its
 	// subscriptions with it: the new session subscribes to these before
 	// any other request is sent on it (Handlers.ResubscribeFailed hears of
 	// a refusal). Nil: none. It must not call the Conn.
@@ -141,15 +156,19 @@ type Options struct {
 	// to see the server exit, so that the error says it crashed; 0: 500 ms
 	// (tests).
 	exitWait time.Duration
+	// probeWait bounds the wait for the answer to a stdio server's
+	// server/discover probe; 0: defaultProbeWait (tests).
+	probeWait time.Duration
 }
 
 // Handlers receive what the server sends on its own. All are optional.
-// They are called from go-sdk's goroutines; the notification handlers and
-// StderrLine/SkippedLine are called in order from a single goroutine each
-// and must not block (hand off and return): a slow handler delays every
-// later notification of the connection. Elicit and ListRoots run on their
-// own goroutine per request and may wait on the host; their ctx ends when
-// the server cancels the request or the connection ends.
+// The notification handlers and StderrLine/SkippedLine are called in order
+// from a single goroutine each (the connection's read loop, the stderr
+// reader) and must not block (hand off and return): a slow handler delays
+// every later message of the connection. Elicit, Sample and ListRoots run
+// on a goroutine of their own per request and may wait on the host; their
+// ctx ends when the server cancels the request, the call that asked (a
+// modern server's multi round-trip result) ends, or the connection ends.
 type Handlers struct {
 	// Elicit answers elicitation/create: params are the request's params,
 	// the result goes back to the server as returned. A returned
@@ -187,21 +206,22 @@ type Handlers struct {
 	PromptListChanged   func()
 }
 
-// Conn is one initialized MCP connection.
+// Conn is one MCP connection, past its handshake.
 type Conn struct {
 	name      string
 	transport string
 	opts      Options
-	session   *mcp.ClientSession
-	proc      *process         // nil for http
-	http      *headerTransport // nil for stdio
-	raw       *rawConn         // nil for http
-	// rawCalls carries tools/call over stdio outside go-sdk (rawcall.go);
-	// nil for http.
-	rawCalls *rawCalls
+	w         *wire
+	proc      *process   // nil for http
+	lc        *lineConn  // nil for http
+	http      *httpState // nil for stdio
 
 	// serverReqs holds a token per server request waiting on the host.
 	serverReqs chan struct{}
+	// inFlight are the server's requests being answered, by id, so that
+	// its notifications/cancelled reaches them.
+	inFlightMu sync.Mutex
+	inFlight   map[jsonrpc.ID]context.CancelFunc
 
 	initRaw      json.RawMessage
 	caps         json.RawMessage
@@ -210,10 +230,18 @@ type Conn struct {
 	serverInfo   *mcp.Implementation
 	era          Era
 	instructions string
+	// meta is the _meta every request of a modern connection carries
+	// (members only, without braces), taskMeta the same with the tasks
+	// extension declared, and capsRaw the client's capabilities as sent.
+	meta     []byte
+	taskMeta []byte
+	capsRaw  json.RawMessage
+	// subs is the modern connection's subscriptions/listen stream, set
+	// once the server's DiscoverResult is read (the read loop reads it).
+	subs atomic.Pointer[listener]
 
-	// life is cancelled when the connection ends: in-flight calls derive
-	// from it, so they fail at once rather than wait on a dead peer (and
-	// go-sdk's Close, which waits for in-flight calls, can proceed).
+	// life is cancelled when the connection ends: work of the connection
+	// derives from it, so that it stops rather than wait on a dead peer.
 	life       context.Context
 	cancelLife context.CancelFunc
 
@@ -222,21 +250,24 @@ type Conn struct {
 	err     error
 	endOnce sync.Once
 
-	sessionEnded chan struct{} // session.Wait returned
-	closeReq     chan struct{} // Close was called
+	// readEnded is closed when the read loop of the connection ended for
+	// good (stdio: the server's stdout; HTTP: the session, not renewed);
+	// readErr says why.
+	readEnded chan struct{}
+	readErr   error
+	closeReq  chan struct{} // Close was called
 	// writeFailed is closed when a write to the server's stdin failed;
 	// writeErr says how.
-	writeFailed     chan struct{}
-	writeFailedOnce sync.Once
-	writeErr        error
-	closeOnce       sync.Once
-	cleaned         chan struct{} // everything is torn down
+	writeFailed chan struct{}
+	writeErr    error
+	closeOnce   sync.Once
+	cleaned     chan struct{} // everything is torn down
 }
 
-// Connect starts the server (stdio: spawn; http: dial) and completes
-// initialize. ctx bounds the whole startup; on any failure nothing is left
-// running, and the error says why in words a user reads (including the
-// stderr tail for stdio).
+// Connect starts the server (stdio: spawn; http: dial) and agrees on a
+// protocol with it. ctx bounds the whole startup; on any failure nothing is
+// left running, and the error says why in words a user reads (including
+// the stderr tail for stdio).
 func Connect(ctx context.Context, opts Options) (*Conn, error) {
 	if opts.Config == nil {
 		return nil, fmt.Errorf("server %q: no configuration", opts.Name)
@@ -265,185 +296,108 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server %q: %w", opts.Name, err)
 	}
-	c := &Conn{
-		name:         opts.Name,
-		transport:    opts.Config.Transport(),
-		opts:         opts,
-		done:         make(chan struct{}),
-		sessionEnded: make(chan struct{}),
-		closeReq:     make(chan struct{}),
-		writeFailed:  make(chan struct{}),
-		cleaned:      make(chan struct{}),
-		serverReqs:   make(chan struct{}, opts.MaxServerRequests),
+	c := newConn(opts)
+	var err error
+	if c.transport == config.TransportHTTP {
+		err = c.connectHTTP(ctx)
+	} else {
+		err = c.connectStdio(ctx)
 	}
-	c.life, c.cancelLife = context.WithCancel(context.Background())
-
-	var transport mcp.Transport
-	switch c.transport {
-	case config.TransportHTTP:
-		t, err := c.httpTransport()
-		if err != nil {
-			return nil, err
-		}
-		transport = t
-	default:
-		p, err := startProcess(&c.opts)
-		if err != nil {
-			return nil, err
-		}
-		c.proc = p
-		c.rawCalls = &rawCalls{server: opts.Name}
-		transport = &rawTransport{
-			inner:      &lineTransport{lines: p.stdout, w: p.stdin, raw: c.rawCalls, writeFailed: c.inputClosed},
-			onConn:     func(rc *rawConn) { c.raw = rc },
-			onProgress: opts.Handlers.Progress,
-			onNotify: map[string]func(){
-				"notifications/tools/list_changed":     opts.Handlers.ToolListChanged,
-				"notifications/resources/list_changed": opts.Handlers.ResourceListChanged,
-			},
-			onNotifyParams: map[string]func(json.RawMessage){
-				// go-sdk does not know this notification: the read path
-				// is the only place that sees it.
-				"notifications/tasks/status": opts.Handlers.TaskStatus,
-			},
-		}
-	}
-
-	version := opts.Config.ProtocolVersion
-	if version == "" {
-		version = DefaultProtocolVersion
-	}
-	client := mcp.NewClient(opts.ClientInfo, c.clientOptions(version))
-	client.AddReceivingMiddleware(c.relayRequests)
-
-	sink := &rawSink{}
-	session, err := client.Connect(withSink(ctx, sink), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	raw, _, got := sink.seal()
 	if err != nil {
-		return nil, c.startupFailed(ctx, err)
+		return nil, err
 	}
-	c.session = session
-	res := session.InitializeResult()
-	if !got || len(raw) == 0 {
-		// Only if a transport delivered nothing raw (it always should):
-		// go-sdk's decoded view is better than nothing.
-		raw, _ = json.Marshal(res)
-	}
-	c.initRaw = raw
-	if err := c.parseInitialize(res); err != nil {
-		session.Close()
-		return nil, c.startupFailed(ctx, err)
-	}
-	go func() {
-		session.Wait()
-		close(c.sessionEnded)
-	}()
 	go c.monitor()
 	return c, nil
 }
 
-func (c *Conn) clientOptions(version string) *mcp.ClientOptions {
-	h := c.opts.Handlers
-	caps := &mcp.ClientCapabilities{}
-	if c.opts.Roots {
-		caps.RootsV2 = &mcp.RootCapabilities{}
+func newConn(opts Options) *Conn {
+	c := &Conn{
+		name:        opts.Name,
+		transport:   opts.Config.Transport(),
+		opts:        opts,
+		done:        make(chan struct{}),
+		readEnded:   make(chan struct{}),
+		closeReq:    make(chan struct{}),
+		writeFailed: make(chan struct{}),
+		cleaned:     make(chan struct{}),
+		serverReqs:  make(chan struct{}, opts.MaxServerRequests),
+		inFlight:    make(map[jsonrpc.ID]context.CancelFunc),
 	}
-	// Before 2025-11-25 there is only form elicitation, advertised as {}.
-	modes := version >= "2025-11-25"
-	if c.opts.Elicitation || (c.opts.ElicitationURL && modes) {
-		caps.Elicitation = &mcp.ElicitationCapabilities{}
-		if modes && c.opts.Elicitation {
-			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
-		}
-		if modes && c.opts.ElicitationURL {
-			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
-		}
-	}
-	if c.opts.Sampling {
-		caps.Sampling = &mcp.SamplingCapabilities{}
-		if c.opts.SamplingTools {
-			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
-		}
-	}
-	o := &mcp.ClientOptions{
-		Logger:       c.opts.Logger,
-		Capabilities: caps,
-	}
-	// Progress is delivered by the transport layer in wire order (rawConn
-	// for stdio, sseBodyTap for HTTP): go-sdk's handler runs on its own
-	// goroutine and can lag behind the response that ends the call, after
-	// which the token is unknown and the progress lost.
-	if h.Log != nil {
-		o.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			h.Log(r.Params)
-		}
-	}
-	// Over stdio, list_changed notifications are counted on the read path
-	// too (rawConn.Read), for the same reason as progress: a notification
-	// the server sent before answering a call must be known when the host
-	// gets that answer, or a tool it announced is not callable in the same
-	// turn. Over HTTP go-sdk's handlers see them (the standalone stream
-	// included).
-	stdio := c.opts.Config.Transport() == config.TransportStdio
-	if h.ToolListChanged != nil && !stdio {
-		o.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { h.ToolListChanged() }
-	}
-	if h.ResourceListChanged != nil && !stdio {
-		o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { h.ResourceListChanged() }
-	}
-	if h.ElicitationComplete != nil {
-		o.ElicitationCompleteHandler = func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
-			h.ElicitationComplete(r.Params.ElicitationID)
-		}
-	}
-	if h.ResourceUpdated != nil {
-		o.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			h.ResourceUpdated(r.Params.URI)
-		}
-	}
-	if h.PromptListChanged != nil {
-		o.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { h.PromptListChanged() }
-	}
-	return o
+	c.life, c.cancelLife = context.WithCancel(context.Background())
+	c.w = newWire(c)
+	return c
 }
+
+// connectStdio spawns the server and runs the handshake, a probe and a
+// second process included (handshake.go).
+func (c *Conn) connectStdio(ctx context.Context) error {
+	if err := c.spawn(); err != nil {
+		return err
+	}
+	if err := c.handshake(ctx); err != nil {
+		return c.startupFailed(ctx, err)
+	}
+	return nil
+}
+
+// spawn starts the server process and its read loop. Each process has its
+// own readEnded and writeFailed (a probe may start a second one).
+func (c *Conn) spawn() error {
+	p, err := startProcess(&c.opts)
+	if err != nil {
+		return err
+	}
+	ended, failed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	lc := &lineConn{lines: p.stdout, w: p.stdin, writeFailed: func(err error) {
+		// The first failed write to the server's stdin: the monitor ends
+		// the connection.
+		once.Do(func() {
+			c.writeErr = err
+			close(failed)
+		})
+	}}
+	c.proc, c.lc, c.readEnded, c.writeFailed = p, lc, ended, failed
+	c.w.use(lc)
+	go func() {
+		c.w.readLines(lc)
+		close(ended)
+	}()
+	return nil
+}
+
+// processGone reports whether the stdio server exited or closed its
+// output.
+func (c *Conn) processGone() bool {
+	select {
+	case <-c.proc.exited:
+		return true
+	case <-c.readEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// respawn replaces the server process with a new one: the first exited,
+// or is in no state to be talked to, after the probe.
+func (c *Conn) respawn() error {
+	old, oldLC, oldEnded := c.proc, c.lc, c.readEnded
+	oldLC.Close()
+	old.stop(0, c.opts.TermGrace)
+	<-oldEnded
+	c.opts.Logger.Info("server exited on the server/discover probe: started again for initialize", "server", c.name)
+	return c.spawn()
+}
+
+// lineConn is the stdio connection, nil for HTTP.
+func (c *Conn) lineConn() *lineConn { return c.lc }
 
 // bindLife derives a context that also ends when the connection does.
 func (c *Conn) bindLife(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.life, cancel)
 	return ctx, func() { stop(); cancel() }
-}
-
-func (c *Conn) parseInitialize(res *mcp.InitializeResult) error {
-	var wire struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Experimental map[string]json.RawMessage `json:"experimental"`
-		} `json:"capabilities"`
-		RawCaps json.RawMessage `json:"-"`
-	}
-	if err := json.Unmarshal(c.initRaw, &wire); err != nil {
-		return fmt.Errorf("initialize result: %w", err)
-	}
-	var caps struct {
-		Capabilities json.RawMessage `json:"capabilities"`
-	}
-	_ = json.Unmarshal(c.initRaw, &caps)
-	c.caps = caps.Capabilities
-	if len(c.caps) == 0 {
-		c.caps = json.RawMessage("{}")
-	}
-	c.experimental = wire.Capabilities.Experimental
-	c.protocol = wire.ProtocolVersion
-	c.era = EraLegacy
-	if res != nil {
-		c.instructions = res.Instructions
-		c.serverInfo = res.ServerInfo
-		if c.protocol == "" {
-			c.protocol = res.ProtocolVersion
-		}
-	}
-	return nil
 }
 
 // ErrInitializeTimeout is the errors.Is target of a startup that ended
@@ -455,14 +409,19 @@ var ErrInitializeTimeout = errors.New("did not answer initialize in time")
 // happened, not after a server that ignores SIGTERM has been killed).
 func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	c.cancelLife()
+	c.w.fail(ErrConnectionLost)
 	if c.proc == nil {
 		if c.http != nil {
-			if failure := c.http.startupFailure(); failure != nil {
+			c.background(c.http.close)
+			if failure := c.http.rt.startupFailure(); failure != nil {
 				return &startupError{msg: failure.Error(), causes: []error{failure, err}}
 			}
 		}
 		if ctx.Err() != nil {
 			return &startupError{msg: fmt.Sprintf("server %q: %s did not answer initialize in time", c.name, redact.URL(c.opts.Config.URL)), causes: []error{ErrInitializeTimeout, ctx.Err()}}
+		}
+		if strings.HasPrefix(err.Error(), fmt.Sprintf("server %q", c.name)) {
+			return err
 		}
 		return fmt.Errorf("server %q: initialize: %w", c.name, err)
 	}
@@ -476,8 +435,8 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	// A server that crashed during startup usually closed stdout as it
 	// died: give the exit a moment to be observed so the error says so.
 	// A server that was still running when ctx ended did not answer in
-	// time, whatever it does next (go-sdk closing its stdin makes most
-	// servers exit 0 at once).
+	// time, whatever it does next (closing its stdin makes most servers
+	// exit 0 at once).
 	exitWait := c.opts.exitWait
 	if exitWait == 0 {
 		exitWait = 500 * time.Millisecond
@@ -488,10 +447,17 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	}
 	fatal := p.stdout.fatalErr()
 	tail := p.stderr.String()
-	c.background(func() { p.stop(0, c.opts.TermGrace) })
+	lc := c.lc
+	c.background(func() {
+		lc.Close()
+		p.stop(0, c.opts.TermGrace)
+		<-c.readEnded
+		c.w.bg.Wait()
+	})
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", c.name)
+	var se *ServerError
 	switch {
 	case status != "":
 		fmt.Fprintf(&b, "exited during startup (%s)", status)
@@ -499,8 +465,10 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 		fmt.Fprintf(&b, "initialize failed: %v", fatal)
 	case timedOut:
 		b.WriteString("did not answer initialize in time")
+	case errors.As(err, &se):
+		fmt.Fprintf(&b, "%s failed: %s (code %d)", se.Method, se.Message, se.Code)
 	default:
-		fmt.Fprintf(&b, "initialize failed: %v", err)
+		fmt.Fprintf(&b, "initialize failed: %v", strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", c.name)))
 	}
 	if tail != "" {
 		fmt.Fprintf(&b, "; stderr:\n%s", tail)
@@ -557,17 +525,18 @@ func (c *Conn) monitor() {
 		} else {
 			cause = fmt.Errorf("server %q: %w: %w%s", c.name, ErrConnectionLost, c.writeErr, c.tailSuffix())
 		}
-	case <-c.sessionEnded:
-		if c.proc != nil && waitClosed(c.proc.exited, 500*time.Millisecond) {
+	case <-c.readEnded:
+		switch {
+		case c.proc != nil && waitClosed(c.proc.exited, 500*time.Millisecond):
 			cause = c.lostProcess()
-		} else if c.proc != nil {
+		case c.proc != nil:
 			if fatal := c.proc.stdout.fatalErr(); fatal != nil {
 				cause = fmt.Errorf("server %q: %w: %w", c.name, ErrConnectionLost, fatal)
 			} else {
 				cause = fmt.Errorf("server %q: %w: the server closed its output%s", c.name, ErrConnectionLost, c.tailSuffix())
 			}
-		} else {
-			werr := c.session.Wait()
+		default:
+			werr := c.readErr
 			if werr == nil {
 				werr = io.EOF
 			}
@@ -576,20 +545,17 @@ func (c *Conn) monitor() {
 	}
 	c.end(cause)
 
-	// Tear down. go-sdk's Close waits for in-flight calls, which end now
-	// that life is cancelled; the process stop does not depend on it.
-	sessionClosed := make(chan struct{})
-	go func() {
-		c.session.Close()
-		close(sessionClosed)
-	}()
+	// Tear down: the underlying connection closes (stdin EOF, or the HTTP
+	// session's DELETE), the process stops, and every goroutine of the
+	// connection ends.
 	if c.proc != nil {
+		c.lc.Close()
 		c.proc.stop(c.opts.CloseGrace, c.opts.TermGrace)
+		<-c.readEnded
+	} else {
+		c.http.close()
 	}
-	if c.rawCalls != nil {
-		c.rawCalls.bg.Wait() // the pipe is closed: they have ended
-	}
-	<-sessionClosed
+	c.w.bg.Wait() // the pipe or the session is closed: they have ended
 	close(c.cleaned)
 }
 
@@ -612,15 +578,6 @@ func (c *Conn) tailSuffix() string {
 	return ""
 }
 
-// inputClosed records the first failed write to the server's stdin: the
-// monitor ends the connection.
-func (c *Conn) inputClosed(err error) {
-	c.writeFailedOnce.Do(func() {
-		c.writeErr = err
-		close(c.writeFailed)
-	})
-}
-
 // end records why the connection ended, closes Done, and fails in-flight
 // calls.
 func (c *Conn) end(cause error) {
@@ -630,9 +587,10 @@ func (c *Conn) end(cause error) {
 		c.errMu.Unlock()
 		close(c.done)
 		c.cancelLife()
-		if c.rawCalls != nil {
-			c.rawCalls.fail(cause)
+		if l := c.subs.Load(); l != nil {
+			l.shut()
 		}
+		c.w.fail(cause)
 	})
 }
 
@@ -672,7 +630,10 @@ func (c *Conn) StderrTail() string {
 	return c.proc.stderr.String()
 }
 
-// InitializeResult is the initialize result exactly as the server sent it.
+// InitializeResult is the result that opened the connection, exactly as
+// the server sent it: initialize's (legacy), or server/discover's (modern:
+// capabilities, instructions, supportedVersions and, in its _meta or as a
+// member, serverInfo; no protocolVersion member).
 func (c *Conn) InitializeResult() json.RawMessage { return c.initRaw }
 
 // Capabilities is the server's raw capabilities object.
@@ -684,7 +645,8 @@ func (c *Conn) Experimental() map[string]json.RawMessage { return c.experimental
 // ProtocolVersion is the negotiated protocol version.
 func (c *Conn) ProtocolVersion() string { return c.protocol }
 
-// ServerInfo is the server's implementation info.
+// ServerInfo is the server's implementation info; nil when a modern server
+// gave none.
 func (c *Conn) ServerInfo() *mcp.Implementation { return c.serverInfo }
 
 // Transport is "stdio" or "http".
@@ -698,183 +660,73 @@ func (c *Conn) PID() int {
 	return c.proc.pid
 }
 
-// ListToolsPage sends one tools/list.
-func (c *Conn) ListToolsPage(ctx context.Context, cursor string) (json.RawMessage, error) {
-	return c.call(ctx, "tools/list", func(ctx context.Context) (any, error) {
-		return c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-	})
-}
-
-// ListResourcesPage sends one resources/list.
-func (c *Conn) ListResourcesPage(ctx context.Context, cursor string) (json.RawMessage, error) {
-	return c.call(ctx, "resources/list", func(ctx context.Context) (any, error) {
-		return c.session.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-	})
-}
-
-// ListResourceTemplatesPage sends one resources/templates/list.
-func (c *Conn) ListResourceTemplatesPage(ctx context.Context, cursor string) (json.RawMessage, error) {
-	return c.call(ctx, "resources/templates/list", func(ctx context.Context) (any, error) {
-		return c.session.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-	})
-}
-
-// ListPromptsPage sends one prompts/list.
-func (c *Conn) ListPromptsPage(ctx context.Context, cursor string) (json.RawMessage, error) {
-	return c.call(ctx, "prompts/list", func(ctx context.Context) (any, error) {
-		return c.session.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-	})
-}
-
-// ReadResource sends resources/read.
-func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
-	return c.call(ctx, "resources/read", func(ctx context.Context) (any, error) {
-		return c.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	})
-}
-
-// GetPrompt sends prompts/get.
-func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
-	return c.call(ctx, "prompts/get", func(ctx context.Context) (any, error) {
-		return c.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
-	})
-}
-
-// Complete sends completion/complete with params (a CompleteParams object).
-func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var p mcp.CompleteParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, fmt.Errorf("server %q: completion/complete: invalid params: %w", c.name, err)
+// writeError turns the failure to send a request (the underlying
+// connection's Write) into the request's error.
+func (c *Conn) writeError(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ctx.Err()
 	}
-	return c.call(ctx, "completion/complete", func(ctx context.Context) (any, error) {
-		return c.session.Complete(ctx, &p)
-	})
-}
-
-// CallTool sends tools/call. args are the raw arguments (nil means {}),
-// meta the _meta entries; json.RawMessage values go out with their bytes.
-// The map is copied: go-sdk may add keys to the one it sends.
-func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta})
-}
-
-// callTool is CallTool with the task parameter when task is not nil. Over
-// stdio it takes the raw path (rawcall.go).
-func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
-	name, args, meta, task := call.Name, call.Arguments, call.Meta, call.Task
-	args, err := c.checkCallParams(name, args, task)
-	if err != nil {
-		return nil, err
+	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrRedirectRefused) || errors.Is(err, ErrMessageTooLarge) {
+		// go-sdk wraps a transport failure in its ErrRejected, itself a
+		// *jsonrpc.Error (-32005): the cause is the error, not that.
+		return fmt.Errorf("server %q: %s: %w", c.name, method, err)
 	}
-	if c.rawCallsUsable() {
-		return c.callToolRaw(ctx, name, args, meta, task)
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code != codeRejected {
+		// The server's JSON-RPC error in the body of an HTTP error status.
+		return &ServerError{Server: c.name, Method: method, Code: we.Code, Message: we.Message, Data: we.Data}
 	}
-	if task != nil {
-		ctx = withRewrite(ctx, &rewrite{add: map[string]json.RawMessage{"task": task}})
+	if errors.Is(err, errRejected) {
+		// The transport did not send the request (an OAuth authorization
+		// that did not complete, a 5xx or 429): what it was told says why.
+		return fmt.Errorf("server %q: %s: %w", c.name, method, err)
 	}
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	if len(meta) > 0 {
-		params.Meta = make(mcp.Meta, len(meta))
-		for k, v := range meta {
-			params.Meta[k] = v
+	if connectionGone(err) {
+		// The connection broke under the request; the monitor is about to
+		// say why.
+		if waitClosed(c.done, 2*time.Second) {
+			return c.Err()
 		}
+		return fmt.Errorf("server %q: %s: %w: %w", c.name, method, ErrConnectionLost, err)
 	}
-	return c.call(ctx, "tools/call", func(ctx context.Context) (any, error) {
-		return c.session.CallTool(ctx, params)
-	})
-}
-
-// checkCallParams checks the arguments (nil means {}) and the task (nil
-// or an object) of a tools/call and returns the arguments to send.
-func (c *Conn) checkCallParams(name string, args, task json.RawMessage) (json.RawMessage, error) {
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	} else if !json.Valid(args) {
-		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
-	}
-	if task != nil && (!isObject(task) || !json.Valid(task)) {
-		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
-	}
-	return args, nil
+	return fmt.Errorf("server %q: %s: %w", c.name, method, err)
 }
 
 // codeRejected is the code of go-sdk's jsonrpc2.ErrRejected, which its
-// transports return for a request they did not send. A server's own
-// -32005 answer is captured raw and never reaches the check that uses it.
+// transports return for a request they did not send or that the server
+// refused without breaking the connection.
 const codeRejected = -32005
 
-// call runs one go-sdk request and returns the raw result the transport
-// captured for it.
-func (c *Conn) call(ctx context.Context, method string, send func(context.Context) (any, error)) (json.RawMessage, error) {
-	select {
-	case <-c.done:
-		return nil, c.Err()
-	default:
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sink := &rawSink{}
-	cctx, stop := c.bindLife(withSink(ctx, sink))
-	typed, err := send(cctx)
-	stop()
-	raw, werr, got := sink.seal()
-	if c.raw != nil && !got {
-		c.raw.forget(sink)
-	}
-	switch {
-	case got && werr != nil && ctx.Err() == nil:
-		// (A server's error that crosses the caller's cancellation, such
-		// as the cancelled handler's own error, is not the answer.)
-		return nil, &ServerError{Server: c.name, Method: method, Code: werr.Code, Message: werr.Message, Data: werr.Data}
-	case got && (err == nil || ctx.Err() == nil):
-		// The server answered. A go-sdk error here is its failure to decode
-		// the result into its own types, which does not concern a relay,
-		// unless the result is not even an object.
-		if err := c.checkResult(method, raw); err != nil {
+// errRejected matches go-sdk's ErrRejected (a *jsonrpc.Error compares by
+// code).
+var errRejected = &jsonrpc.Error{Code: codeRejected}
+
+// response turns a response's members into a request's end: the result
+// (a JSON object), or the *ServerError.
+func (c *Conn) response(method string, result, errv json.RawMessage, respErr error) (json.RawMessage, error) {
+	if errv == nil && respErr == nil {
+		if err := c.checkResult(method, result); err != nil {
 			return nil, err
 		}
-		return raw, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return result, nil
 	}
-	select {
-	case <-c.done:
-		return nil, c.Err()
-	default:
-	}
-	if err == nil {
-		// Nothing captured (not expected): fall back to go-sdk's decoding.
-		out, merr := json.Marshal(typed)
-		if merr != nil {
-			return nil, fmt.Errorf("server %q: %s: %w", c.name, method, merr)
+	if respErr != nil {
+		var we *jsonrpc.Error
+		if errors.As(respErr, &we) {
+			return nil, &ServerError{Server: c.name, Method: method, Code: we.Code, Message: we.Message, Data: we.Data}
 		}
-		return out, nil
+		// go-sdk's own: an event stream that ended without the answer.
+		return nil, &unreachableError{prefix: fmt.Sprintf("server %q", c.name), what: fmt.Sprintf("%s: %v", method, respErr), err: respErr}
 	}
-	if errors.Is(err, ErrUnreachable) {
-		// go-sdk wraps a transport failure in its ErrRejected, itself a
-		// *jsonrpc.Error (-32005): the cause is the error, not that.
-		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	var e struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
 	}
-	var we *jsonrpc.Error
-	if errors.As(err, &we) && we.Code == codeRejected {
-		// go-sdk's own ErrRejected: the transport did not send the request
-		// (an OAuth authorization that did not complete, for one). The
-		// server said nothing; what the transport was told says why.
-		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	if err := json.Unmarshal(errv, &e); err != nil {
+		return nil, fmt.Errorf("server %q: %s: malformed error %.200s: %w", c.name, method, errv, err)
 	}
-	if errors.As(err, &we) {
-		return nil, &ServerError{Server: c.name, Method: method, Code: we.Code, Message: we.Message, Data: we.Data}
-	}
-	if connectionGone(err) {
-		// go-sdk fails an in-flight call with a bare EOF as the stream
-		// breaks; the monitor is about to say why.
-		if waitClosed(c.done, 2*time.Second) {
-			return nil, c.Err()
-		}
-		return nil, fmt.Errorf("server %q: %s: %w: %w", c.name, method, ErrConnectionLost, err)
-	}
-	return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	return nil, &ServerError{Server: c.name, Method: method, Code: e.Code, Message: e.Message, Data: e.Data}
 }
 
 func connectionGone(err error) bool {

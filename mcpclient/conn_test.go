@@ -83,8 +83,10 @@ func TestConnectRawInitialize(t *testing.T) {
 	if !bytes.Contains(c.Capabilities(), []byte(`"experimental"`)) {
 		t.Errorf("Capabilities() = %s", c.Capabilities())
 	}
-	if c.ProtocolVersion() != DefaultProtocolVersion {
-		t.Errorf("ProtocolVersion() = %q", c.ProtocolVersion())
+	// A go-sdk v1.8 server speaks the modern protocol: the connection is
+	// opened by its DiscoverResult.
+	if c.ProtocolVersion() != ModernProtocolVersion || c.Era() != EraModern {
+		t.Errorf("ProtocolVersion() = %q, Era() = %q", c.ProtocolVersion(), c.Era())
 	}
 	if c.ServerInfo() == nil || c.ServerInfo().Name != "raw-init" {
 		t.Errorf("ServerInfo() = %+v", c.ServerInfo())
@@ -325,17 +327,20 @@ func TestElicitationAndRootsRelayed(t *testing.T) {
 func TestCapabilitiesAdvertised(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
+		legacy      bool // the server speaks 2025-11-25 only
 		elicit      bool
 		roots       bool
 		wantCapsRaw string
 	}{
-		{"none", false, false, `"capabilities":{}`},
-		{"both", true, true, `"capabilities":{"elicitation":{"form":{}},"roots":{}}`},
+		{"none", false, false, false, `"io.modelcontextprotocol/clientCapabilities":{}`},
+		{"both", false, true, true, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"roots":{}}`},
+		{"legacy none", true, false, false, `"capabilities":{}`},
+		{"legacy both", true, true, true, `"capabilities":{"elicitation":{"form":{}},"roots":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rawLog := filepath.Join(t.TempDir(), "raw.log")
 			c := connect(t, Options{
-				Config:      fixture.Config("fx", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "ask", Behavior: fixture.BehaviorElicit}}, RawLogFile: rawLog}),
+				Config:      fixture.Config("fx", fixture.Spec{Tools: []fixture.ToolSpec{{Name: "ask", Behavior: fixture.BehaviorElicit}}, RawLogFile: rawLog, Legacy: tc.legacy}),
 				Elicitation: tc.elicit,
 				Roots:       tc.roots,
 				Handlers: Handlers{
@@ -346,14 +351,20 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 				},
 			})
 			lines := fixture.ReadLines(rawLog)
-			if len(lines) == 0 || !strings.Contains(lines[0], `"initialize"`) {
+			// Every connection starts with the modern probe; a legacy
+			// server's refusal of it is followed by initialize.
+			if len(lines) == 0 || !strings.Contains(lines[0], `"server/discover"`) || !strings.Contains(lines[0], `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
 				t.Fatalf("first line the server read: %q", lines)
 			}
-			if !strings.Contains(lines[0], tc.wantCapsRaw) {
-				t.Errorf("initialize request %s lacks %s", lines[0], tc.wantCapsRaw)
+			handshake := lines[0]
+			if tc.legacy {
+				if len(lines) < 2 || !strings.Contains(lines[1], `"initialize"`) || !strings.Contains(lines[1], `"protocolVersion":"2025-11-25"`) {
+					t.Fatalf("lines the server read: %q, want initialize 2025-11-25 after the probe", lines)
+				}
+				handshake = lines[1]
 			}
-			if !strings.Contains(lines[0], `"protocolVersion":"2025-11-25"`) {
-				t.Errorf("initialize request %s does not pin 2025-11-25", lines[0])
+			if !strings.Contains(handshake, tc.wantCapsRaw) {
+				t.Errorf("handshake %s lacks %s", handshake, tc.wantCapsRaw)
 			}
 			if !tc.elicit {
 				res, err := c.CallTool(testCtx(t), "ask", nil, nil)

@@ -6,18 +6,13 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
 // answerElicit relays elicitation/create in the modes the host declared:
 // form (the default when params have no mode) and url.
-func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, error) {
-	params, err := c.requestParams(req)
-	if err != nil {
-		return nil, err
-	}
+func (c *Conn) answerElicit(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	var head struct {
 		Mode string `json:"mode"`
 	}
@@ -37,7 +32,7 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unsupported elicitation mode %q", head.Mode)}
 	}
-	raw, typed, err := hostAnswer[mcp.ElicitResult](c, "elicitation/create", checkElicit)(c.opts.Handlers.Elicit(ctx, params))
+	raw, err := c.hostAnswer("elicitation/create", checkElicit)(c.opts.Handlers.Elicit(ctx, params))
 	if err != nil {
 		return nil, err
 	}
@@ -50,5 +45,5 @@ func (c *Conn) answerElicit(ctx context.Context, req mcp.Request) (mcp.Result, e
 			return nil, err
 		}
 	}
-	return rawElicitResult{typed, raw}, nil
+	return raw, nil
 }

@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -16,17 +15,19 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
 
 // httpHeaders builds the static headers of a Streamable HTTP server:
@@ -66,10 +67,16 @@ func httpHeaders(opts *Options) (http.Header, error) {
 	return h, nil
 }
 
-// headerTransport adds the configured headers to every request, captures
-// the verbatim responses of calls made under a rawSink (see raw.go), keeps
-// the session alive across a server restart (see sessionKeeper), and turns
-// transport failures into errors that name the server and its URL.
+// headerTransport is the http.RoundTripper under go-sdk's Streamable HTTP
+// client connection. It does what is ours rather than go-sdk's: the
+// configured headers, errors in words that name the server and its URL,
+// the refusal of any request or redirect to another origin, the bound on
+// an answer's size, the real URL in place of the redacted one go-sdk was
+// given; and what go-sdk sets only from its own ClientSession, which this
+// client does not use: MCP-Protocol-Version on every request of a legacy
+// session, the Mcp-Param-* headers of a tools/call (handed down in the
+// request's context), and the check that a 400 is about a session the
+// server forgot.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
@@ -85,7 +92,11 @@ type headerTransport struct {
 	real     *url.URL
 	endpoint string
 	logger   *slog.Logger
-	keeper   sessionKeeper
+
+	// version is the protocol version of a legacy session once its
+	// initialize was answered ("" before, and for modern servers, whose
+	// requests carry it themselves).
+	version atomic.Pointer[string]
 
 	// failMu guards failure, the first plain-words failure of a request
 	// before the server ever answered with success, which explains a
@@ -93,21 +104,19 @@ type headerTransport struct {
 	failMu      sync.Mutex
 	failure     error
 	established bool
-	// oauth supplies the current bearer token when the keeper replays the
-	// handshake (the one go-sdk sent may have been refreshed since).
-	oauth auth.OAuthHandler
-	// onProgress sees the progress notifications of a request's event
-	// stream as they pass, before go-sdk reads the response that follows
-	// them (go-sdk's own handler runs on another goroutine and can lag
-	// behind that response).
-	onProgress func(*mcp.ProgressNotificationParams)
-	// onTaskStatus sees notifications/tasks/status on every event stream
-	// (go-sdk does not know that notification).
-	onTaskStatus func(json.RawMessage)
-	// subscriptions and resubscribeFailed are Options.Subscriptions and
-	// Handlers.ResubscribeFailed: a renewed session subscribes again.
-	subscriptions     func() []string
-	resubscribeFailed func(uri string, err error)
+	lastAuth    bool // the last POST was answered 401 or 403
+}
+
+// paramHeadersKey is the context key of the Mcp-Param-* headers of a
+// request (http.Header): a RoundTripper's per-request data travels in the
+// request's context.
+type paramHeadersKey struct{}
+
+func withParamHeaders(ctx context.Context, h http.Header) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, paramHeadersKey{}, h)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -131,27 +140,26 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pass, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pass)
 	}
-	if err := t.rewrite(req); err != nil {
-		return nil, err
+	if v := t.version.Load(); v != nil && req.Header.Get(protocolVersionHeader) == "" {
+		req.Header.Set(protocolVersionHeader, *v)
 	}
-	var msg jsonrpc.Message
-	sink := sinkFrom(req.Context())
-	if req.Method == http.MethodPost && req.GetBody != nil && (sink != nil || t.keeper.learning()) {
-		if body, err := req.GetBody(); err == nil {
-			data, _ := io.ReadAll(io.LimitReader(body, int64(t.maxMsg)+1))
-			body.Close()
-			if m, err := jsonrpc.DecodeMessage(data); err == nil {
-				msg = m
-				t.keeper.learn(req, m, data)
-			}
+	if h, ok := req.Context().Value(paramHeadersKey{}).(http.Header); ok {
+		for k, v := range h {
+			req.Header[k] = v
 		}
 	}
-	if r, ok := msg.(*jsonrpc.Request); ok && sink != nil && r.IsCall() {
-		sink.expect(r.ID)
+	// A tool or prompt name (or resource URI) that is not header-safe goes
+	// in its base64 form, as SEP-2243 says of Mcp-Name; go-sdk copies it.
+	if name := req.Header.Get(nameHeader); mcpheader.NeedsEncoding(name) {
+		req.Header.Set(nameHeader, mcpheader.EncodeValue(name))
 	}
-	resp, err := t.send(req)
+	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, t.note(t.describe(req, err))
+	}
+	t.noteStatus(req, resp)
+	if resp.StatusCode == http.StatusBadRequest && req.Method == http.MethodPost && req.Header.Get(sessionIDHeader) != "" && t.version.Load() != nil {
+		t.sessionForgotten(req, resp)
 	}
 	if err := t.redirectElsewhere(orig, req, resp); err != nil {
 		resp.Body.Close()
@@ -163,7 +171,6 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.Body == nil {
 		return resp, nil
 	}
-	pending := sink != nil && sink.hasPending()
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
 		// A body is one message (or an error page): bounded like a stdout
@@ -177,124 +184,38 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp.Body = &boundedBody{rc: resp.Body, left: int64(t.maxMsg), t: t}
 	}
-	switch {
-	case mt == "application/json" && pending:
-		resp.Body = &jsonBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg}
-	case mt == "text/event-stream" && (pending || t.onTaskStatus != nil):
-		if !pending {
-			sink = nil
-		}
-		resp.Body = &sseBodyTap{rc: resp.Body, sink: sink, max: t.maxMsg, onProgress: t.onProgress, onTaskStatus: t.onTaskStatus}
-	}
 	return resp, nil
 }
 
-// rewrite applies the rewrite of the request's context (request.go) to
-// the JSON-RPC call in its body.
-func (t *headerTransport) rewrite(req *http.Request) error {
-	if req.Context().Value(rewriteKey{}) == nil || req.Method != http.MethodPost || req.GetBody == nil {
-		return nil
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(io.LimitReader(body, int64(t.maxMsg)+1))
-	body.Close()
-	if err != nil {
-		return err
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	call, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok {
-		return nil
-	}
-	out, err := rewritten(req.Context(), call)
-	if err != nil || out == call {
-		return err
-	}
-	data, err = jsonrpc.EncodeMessage(out)
-	if err != nil {
-		return err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(data))
-	req.ContentLength = int64(len(data))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	return nil
-}
-
-// send sends req with the session id the server knows now. A 404 for that
-// session (the server restarted, or expired the session) is answered by
-// initializing a new session, once, and sending req again on it; go-sdk
-// keeps using the id it knows and never sees the switch. So is a 400 the
-// server confirms is about the session (forgotten).
-func (t *headerTransport) send(req *http.Request) (*http.Response, error) {
-	outer := req.Header.Get(sessionIDHeader)
-	inner := t.keeper.translate(req)
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return nil, t.note(t.describe(req, err))
-	}
-	t.noteStatus(req, resp)
-	t.keeper.observe(resp, outer, inner)
-	notFound := resp.StatusCode == http.StatusNotFound
-	if !notFound && resp.StatusCode != http.StatusBadRequest || inner == "" || req.Method == http.MethodDelete {
-		return resp, nil
-	}
-	// Keep the answer whole: if no new session can be had, go-sdk gets it
-	// and, for a 404, ends the connection (ErrSessionMissing), as it would
-	// without us.
+// sessionForgotten shows go-sdk a 404 for a 400 that answered a request on
+// a legacy session the server no longer knows. MCP servers answer 404 for
+// a session they no longer know, yet some answer 400, as for a request
+// without a session (the TypeScript SDK's examples, server-everything
+// among them). A ping on the session tells that from a 400 about the
+// request: only a session refused for a ping too is taken as forgotten.
+func (t *headerTransport) sessionForgotten(req *http.Request, resp *http.Response) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	retry, ok := t.retryRequest(req)
-	if !ok {
-		return resp, nil
-	}
-	if !notFound {
-		// MCP servers answer 404 for a session they no longer know, yet
-		// some answer 400, as for a request without a session (the
-		// TypeScript SDK's examples, server-everything among them). A
-		// ping on the session tells that from a 400 about this request:
-		// only a session refused for a ping too is renewed, and go-sdk
-		// is shown the 404 the server meant.
-		if !t.keeper.forgotten(req.Context(), inner, t) {
-			return resp, nil
-		}
-		t.logger.Info("server answered 400 Bad Request for a session it no longer knows (MCP says 404)", "server", t.server, "url", t.url)
-		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
-	}
-	id, err := t.keeper.renew(req.Context(), inner, t)
+	probe, err := http.NewRequestWithContext(req.Context(), http.MethodPost, req.URL.String(),
+		strings.NewReader(`{"jsonrpc":"2.0","id":"mcp-sidecar-session-probe","method":"ping"}`))
 	if err != nil {
-		t.logger.Warn("session lost and not renewed", "server", t.server, "url", t.url, peerlog.Err("err", err))
-		return resp, nil
+		return
 	}
-	t.logger.Info("server forgot the session (restart?): re-initialized", "server", t.server, "url", t.url)
-	retry.Header.Set(sessionIDHeader, id)
-	resp2, err := t.base.RoundTrip(retry)
+	probe.Header = req.Header.Clone()
+	probe.Header.Del(methodHeader)
+	probe.Header.Del(nameHeader)
+	pr, err := t.base.RoundTrip(probe)
 	if err != nil {
-		return nil, t.describe(retry, err)
+		return
 	}
-	t.keeper.observe(resp2, outer, retry.Header.Get(sessionIDHeader))
-	return resp2, nil
-}
-
-// retryRequest is a fresh copy of req to send again on a new session. The
-// events of the old session are gone, so a stream resumes from the start.
-func (t *headerTransport) retryRequest(req *http.Request) (*http.Request, bool) {
-	retry := req.Clone(req.Context())
-	retry.Header.Del(lastEventIDHeader)
-	if req.Body != nil && req.Body != http.NoBody {
-		if req.GetBody == nil {
-			return nil, false
-		}
-		body, err := req.GetBody()
-		if err != nil {
-			return nil, false
-		}
-		retry.Body = body
+	io.Copy(io.Discard, io.LimitReader(pr.Body, 64<<10))
+	pr.Body.Close()
+	if pr.StatusCode != http.StatusBadRequest && pr.StatusCode != http.StatusNotFound {
+		return
 	}
-	return retry, true
+	t.logger.Info("server answered 400 Bad Request for a session it no longer knows (MCP says 404)", "server", t.server, "url", t.url)
+	resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 }
 
 // ErrUnreachable is the errors.Is target of a Streamable HTTP request that
@@ -365,6 +286,9 @@ func (t *headerTransport) note(err error) error {
 func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	t.failMu.Lock()
 	defer t.failMu.Unlock()
+	if req.Method == http.MethodPost {
+		t.lastAuth = resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
+	}
 	if resp.StatusCode/100 == 2 {
 		t.established = true
 		return
@@ -427,475 +351,59 @@ func (e *httpStatusError) Error() string { return e.prefix + ": " + e.what }
 
 func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
-// The Streamable HTTP headers go-sdk uses.
+// The Streamable HTTP headers this client reads or sets.
 const (
 	sessionIDHeader       = "Mcp-Session-Id"
 	protocolVersionHeader = "Mcp-Protocol-Version"
 	lastEventIDHeader     = "Last-Event-ID"
+	methodHeader          = "Mcp-Method"
+	nameHeader            = "Mcp-Name"
 )
 
-// sessionKeeper lets a connection survive a server that forgets its session
-// (MCP Streamable HTTP: the server answers 404 for an unknown session id;
-// some answer 400, see send).
-// go-sdk treats that as the end of the connection; the keeper instead
-// replays the handshake it saw (initialize, notifications/initialized) to
-// get a new session, and maps go-sdk's session id (outer) to the one the
-// server knows (inner) on every request and response.
-type sessionKeeper struct {
-	mu          sync.Mutex
-	initBody    []byte      // the initialize request, as go-sdk sent it
-	initHeader  http.Header // its headers (configured ones included)
-	readyBody   []byte      // notifications/initialized
-	readyHeader http.Header
-	outer       string // the session id go-sdk knows
-	inner       string // the session id the server knows
+// httpState is a Streamable HTTP connection: go-sdk's client transport
+// over our RoundTripper, and, for a legacy session, its standalone GET
+// stream and its renewal when the server forgets it.
+type httpState struct {
+	c         *Conn
+	rt        *headerTransport
+	client    *http.Client // with rt: go-sdk's requests and the GET stream
+	transport *mcp.StreamableClientTransport
+	// initParams are the params of the legacy session's initialize, sent
+	// again to renew it.
+	initParams json.RawMessage
+	// live is set once Connect returned: a session lost during startup is
+	// a failed startup, not renewed.
+	live atomic.Bool
+
+	renewMu sync.Mutex // one renewal at a time
+	mu      sync.Mutex
+	stopGet context.CancelFunc // the GET stream of the current session
+	lost    sync.Once          // the read loop of the connection ended for good
 }
 
-// learning reports whether the handshake is still to be seen.
-func (k *sessionKeeper) learning() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.initBody == nil || k.readyBody == nil
-}
-
-// learn records the handshake messages.
-func (k *sessionKeeper) learn(req *http.Request, msg jsonrpc.Message, body []byte) {
-	r, ok := msg.(*jsonrpc.Request)
-	if !ok {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	switch {
-	case r.Method == "initialize" && k.initBody == nil && req.Header.Get(sessionIDHeader) == "":
-		k.initBody = bytes.Clone(body)
-		k.initHeader = req.Header.Clone()
-	case r.Method == "notifications/initialized" && k.readyBody == nil:
-		k.readyBody = bytes.Clone(body)
-		k.readyHeader = req.Header.Clone()
-	}
-}
-
-// translate puts the server's current session id on req in place of
-// go-sdk's and returns the id sent ("" for a request without a session).
-func (k *sessionKeeper) translate(req *http.Request) string {
-	id := req.Header.Get(sessionIDHeader)
-	if id == "" {
-		return ""
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if id == k.outer && k.inner != "" && k.inner != k.outer {
-		id = k.inner
-		req.Header.Set(sessionIDHeader, id)
-	}
-	return id
-}
-
-// observe learns the first session id and shows go-sdk the id it knows on
-// responses from a renewed session (go-sdk ends a connection whose session
-// id changes).
-func (k *sessionKeeper) observe(resp *http.Response, outer, sent string) {
-	got := resp.Header.Get(sessionIDHeader)
-	if got == "" {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.outer == "" && outer == "" {
-		k.outer, k.inner = got, got
-		return
-	}
-	if got == k.inner && k.outer != "" {
-		resp.Header.Set(sessionIDHeader, k.outer)
-	}
-}
-
-// renew replaces the session the server forgot (stale) with a new one,
-// unless another request already did. It returns the new session id.
-func (k *sessionKeeper) renew(ctx context.Context, stale string, t *headerTransport) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.inner != stale {
-		return k.inner, nil // renewed meanwhile
-	}
-	if k.initBody == nil || k.readyBody == nil {
-		return "", errors.New("the handshake was not seen: nothing to replay")
-	}
-	id, err := k.handshake(ctx, t)
-	if err != nil {
-		return "", err
-	}
-	// Still under k.mu: no request reaches the new session before its
-	// subscriptions are in place, so no update is missed for want of one.
-	k.resubscribe(ctx, t, id)
-	k.inner = id
-	return id, nil
-}
-
-// resubscribe subscribes the new session to the resources the forgotten
-// one was subscribed to (MCP: a subscription belongs to a session). A
-// refusal is reported, not fatal: the session works, without that update.
-func (k *sessionKeeper) resubscribe(ctx context.Context, t *headerTransport, session string) {
-	if t.subscriptions == nil {
-		return
-	}
-	for i, uri := range t.subscriptions() {
-		params, _ := json.Marshal(map[string]string{"uri": uri})
-		err := k.call(ctx, t, k.readyHeader, session, fmt.Sprintf("mcp-sidecar-resubscribe-%d", i), "resources/subscribe", params)
-		if err != nil {
-			t.logger.Warn("resource not subscribed again on the renewed session", "server", t.server, peerlog.String("uri", uri), peerlog.Err("err", err))
-			if t.resubscribeFailed != nil {
-				t.resubscribeFailed(uri, err)
-			}
-		}
-	}
-}
-
-// forgotten reports whether the server no longer knows session, which
-// answered a request with 400: it was renewed meanwhile, or the server
-// refuses a ping on it as well (400 or 404).
-func (k *sessionKeeper) forgotten(ctx context.Context, session string, t *headerTransport) bool {
-	k.mu.Lock()
-	current := k.inner
-	var header http.Header
-	if k.readyHeader != nil {
-		header = k.readyHeader.Clone()
-	}
-	k.mu.Unlock()
-	if current != session {
-		return true
-	}
-	if header == nil {
-		return false // no handshake to replay either
-	}
-	var se *statusError
-	err := k.call(ctx, t, header, session, "mcp-sidecar-session-probe", "ping", nil)
-	return errors.As(err, &se) && (se.status == http.StatusBadRequest || se.status == http.StatusNotFound)
-}
-
-// call sends a request of the sidecar's own on session, outside go-sdk
-// (which knows nothing of the renewal), and waits for its answer in the
-// response: with the headers of notifications/initialized (header), and
-// an id go-sdk never uses.
-func (k *sessionKeeper) call(ctx context.Context, t *headerTransport, header http.Header, session, id, method string, params json.RawMessage) error {
-	msg := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      string          `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", id, method, params}
-	body, err := json.Marshal(msg)
+// connectHTTP dials a Streamable HTTP server and runs the handshake.
+func (c *Conn) connectHTTP(ctx context.Context) error {
+	h, err := c.newHTTP()
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(body))
+	c.http = h
+	conn, err := h.transport.Connect(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("server %q: %w", c.name, err)
 	}
-	req.Header = header.Clone()
-	t.currentToken(ctx, req.Header)
-	req.Header.Set(sessionIDHeader, session)
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return t.describe(req, err)
+	gen := c.w.use(conn)
+	c.w.goBG(func() { c.readHTTP(conn, gen) })
+	if err := c.handshake(ctx); err != nil {
+		return c.startupFailed(ctx, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return &statusError{method: method, status: resp.StatusCode, text: resp.Status}
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	answer, err := responseIn(resp.Body, mt, t.maxMsg)
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	if answer.Error != nil {
-		return fmt.Errorf("%s: %w", method, answer.Error)
-	}
+	h.live.Store(true)
 	return nil
 }
 
-// statusError is an HTTP status that answered one of the keeper's calls.
-type statusError struct {
-	method string
-	status int
-	text   string
-}
-
-func (e *statusError) Error() string { return e.method + ": " + e.text }
-
-// handshake sends initialize and notifications/initialized as go-sdk sent
-// them the first time, and returns the new session id.
-func (k *sessionKeeper) handshake(ctx context.Context, t *headerTransport) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.initBody))
-	if err != nil {
-		return "", err
-	}
-	req.Header = k.initHeader.Clone()
-	t.currentToken(ctx, req.Header)
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return "", t.describe(req, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("initialize: %s", resp.Status)
-	}
-	id := resp.Header.Get(sessionIDHeader)
-	if id == "" {
-		return "", errors.New("initialize: the server gave no session id")
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	answer, err := responseIn(resp.Body, mt, t.maxMsg)
-	if err != nil {
-		return "", fmt.Errorf("initialize: %w", err)
-	}
-	if answer.Error != nil {
-		return "", fmt.Errorf("initialize: %w", answer.Error)
-	}
-
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.real.String(), bytes.NewReader(k.readyBody))
-	if err != nil {
-		return "", err
-	}
-	req.Header = k.readyHeader.Clone()
-	t.currentToken(ctx, req.Header)
-	req.Header.Set(sessionIDHeader, id)
-	resp2, err := t.base.RoundTrip(req)
-	if err != nil {
-		return "", t.describe(req, err)
-	}
-	resp2.Body.Close()
-	if resp2.StatusCode/100 != 2 {
-		return "", fmt.Errorf("notifications/initialized: %s", resp2.Status)
-	}
-	return id, nil
-}
-
-// currentToken puts the OAuth handler's current bearer token on h.
-func (t *headerTransport) currentToken(ctx context.Context, h http.Header) {
-	if t.oauth == nil {
-		return
-	}
-	ts, err := t.oauth.TokenSource(ctx)
-	if err != nil || ts == nil {
-		return
-	}
-	if tok, err := ts.Token(); err == nil && tok != nil {
-		h.Set("Authorization", "Bearer "+tok.AccessToken)
-	}
-}
-
-// responseIn reads the response of a response body, a JSON body or an
-// event stream; the requests and notifications a stream may carry before
-// it (a server's log, progress) are skipped.
-func responseIn(body io.Reader, mediaType string, max int) (*jsonrpc.Response, error) {
-	switch mediaType {
-	case "application/json":
-		data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
-		if err != nil {
-			return nil, err
-		}
-		return asResponse(jsonrpc.DecodeMessage(data))
-	case "text/event-stream":
-		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 0, 64<<10), max)
-		var data []byte
-		for sc.Scan() {
-			line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
-			if len(line) == 0 {
-				if len(data) > 0 {
-					if r, ok := isResponse(data); ok {
-						return r, nil
-					}
-					data = data[:0]
-				}
-				continue
-			}
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				if len(data) > 0 {
-					data = append(data, '\n')
-				}
-				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		if r, ok := isResponse(data); ok {
-			return r, nil
-		}
-		return nil, errors.New("the event stream ended without a response")
-	}
-	return nil, fmt.Errorf("unexpected content type %q", mediaType)
-}
-
-func isResponse(data []byte) (*jsonrpc.Response, bool) {
-	msg, err := jsonrpc.DecodeMessage(data)
-	r, ok := msg.(*jsonrpc.Response)
-	return r, err == nil && ok
-}
-
-func asResponse(msg jsonrpc.Message, err error) (*jsonrpc.Response, error) {
-	if err != nil {
-		return nil, err
-	}
-	r, ok := msg.(*jsonrpc.Response)
-	if !ok {
-		return nil, fmt.Errorf("answered with a %T", msg)
-	}
-	return r, nil
-}
-
-// deliverRaw hands a message to the sink if it answers one of its calls.
-func deliverRaw(sink *rawSink, data []byte) {
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return
-	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && sink.expecting(resp.ID) {
-		sink.deliver(resp)
-	}
-}
-
-// jsonBodyTap sees a single-message JSON body as go-sdk reads it, and
-// delivers it at EOF, before go-sdk sees the EOF (go-sdk reads to EOF
-// before decoding).
-type jsonBodyTap struct {
-	rc   io.ReadCloser
-	sink *rawSink
-	max  int
-	buf  bytes.Buffer
-	over bool
-}
-
-func (b *jsonBodyTap) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if !b.over {
-		if b.buf.Len()+n > b.max {
-			b.over = true
-			b.buf = bytes.Buffer{}
-		} else {
-			b.buf.Write(p[:n])
-		}
-	}
-	if err == io.EOF && !b.over {
-		deliverRaw(b.sink, b.buf.Bytes())
-		b.over = true // deliver once
-	}
-	return n, err
-}
-
-func (b *jsonBodyTap) Close() error { return b.rc.Close() }
-
-// sseBodyTap parses the event stream as go-sdk reads it; an event is
-// delivered when its terminating blank line passes through, which is before
-// go-sdk's own scanner can yield it.
-type sseBodyTap struct {
-	rc   io.ReadCloser
-	sink *rawSink
-	max  int
-
-	onProgress   func(*mcp.ProgressNotificationParams)
-	onTaskStatus func(json.RawMessage)
-
-	line  []byte
-	data  []byte
-	event string
-	over  bool // the current line or event exceeded max: ignore it
-}
-
-func (b *sseBodyTap) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	for _, c := range p[:n] {
-		if c != '\n' {
-			if len(b.line) < b.max {
-				b.line = append(b.line, c)
-			} else {
-				b.over = true
-			}
-			continue
-		}
-		b.endLine()
-	}
-	return n, err
-}
-
-func (b *sseBodyTap) endLine() {
-	line := bytes.TrimSuffix(b.line, []byte("\r"))
-	b.line = b.line[:0]
-	if len(line) == 0 {
-		if !b.over && len(b.data) > 0 && (b.event == "" || b.event == "message") {
-			b.progress(b.data)
-			b.taskStatus(b.data)
-			if b.sink != nil {
-				deliverRaw(b.sink, b.data)
-			}
-		}
-		b.data, b.event, b.over = b.data[:0], "", false
-		return
-	}
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	value = bytes.TrimPrefix(value, []byte(" "))
-	switch string(field) {
-	case "data":
-		if len(b.data) > 0 {
-			b.data = append(b.data, '\n')
-		}
-		if len(b.data)+len(value) > b.max {
-			b.over = true
-			return
-		}
-		b.data = append(b.data, value...)
-	case "event":
-		b.event = string(value)
-	}
-}
-
-func (b *sseBodyTap) Close() error { return b.rc.Close() }
-
-// taskStatus hands a notifications/tasks/status event to onTaskStatus.
-func (b *sseBodyTap) taskStatus(data []byte) {
-	if b.onTaskStatus == nil {
-		return
-	}
-	if req, ok := notificationOf(data, "notifications/tasks/status"); ok {
-		b.onTaskStatus(req.Params)
-	}
-}
-
-// notificationOf returns the event data as the notification method, if it
-// is one (the cheap test first: most events are not).
-func notificationOf(data []byte, method string) (*jsonrpc.Request, bool) {
-	if !bytes.Contains(data, []byte(`"`+method+`"`)) {
-		return nil, false
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.IsCall() || req.Method != method {
-		return nil, false
-	}
-	return req, true
-}
-
-// progress hands a notifications/progress event to onProgress.
-func (b *sseBodyTap) progress(data []byte) {
-	if b.onProgress == nil {
-		return
-	}
-	req, ok := notificationOf(data, "notifications/progress")
-	if !ok {
-		return
-	}
-	var p mcp.ProgressNotificationParams
-	if json.Unmarshal(req.Params, &p) == nil {
-		b.onProgress(&p)
-	}
-}
-
-// httpTransport is go-sdk's Streamable HTTP client with the configured
-// headers and raw capture in its RoundTripper.
-func (c *Conn) httpTransport() (mcp.Transport, error) {
+// newHTTP builds go-sdk's transport with the configured headers and our
+// RoundTripper.
+func (c *Conn) newHTTP() (*httpState, error) {
 	headers, err := httpHeaders(&c.opts)
 	if err != nil {
 		return nil, err
@@ -914,27 +422,156 @@ func (c *Conn) httpTransport() (mcp.Transport, error) {
 	}
 	endpoint, _ := redact.Endpoint(c.opts.Config.URL)
 	client := *base
-	client.Timeout = 0 // the standalone SSE stream lives as long as the session
+	client.Timeout = 0 // streams live as long as the session
 	ht := &headerTransport{
 		base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes,
 		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
-		logger:     c.opts.Logger,
-		onProgress: c.opts.Handlers.Progress, onTaskStatus: c.opts.Handlers.TaskStatus,
-		oauth:         c.opts.OAuth,
-		subscriptions: c.opts.Subscriptions, resubscribeFailed: c.opts.Handlers.ResubscribeFailed,
+		logger: c.opts.Logger,
 	}
-	c.http = ht
 	client.Transport = ht
-	return &mcp.StreamableClientTransport{
-		Endpoint:     endpoint,
-		HTTPClient:   &client,
-		OAuthHandler: c.opts.OAuth,
-		// A stream that breaks is resumed a few times with backoff; beyond
-		// that the connection is lost and the sidecar's restart policy
-		// takes over.
-		MaxRetries:   3,
-		MaxEventSize: c.opts.MaxLineBytes,
+	return &httpState{
+		c:      c,
+		rt:     ht,
+		client: &client,
+		transport: &mcp.StreamableClientTransport{
+			Endpoint:     endpoint,
+			HTTPClient:   &client,
+			OAuthHandler: c.opts.OAuth,
+			// A response stream that breaks is resumed a few times with
+			// backoff; beyond that the connection is lost and the
+			// sidecar's restart policy takes over.
+			MaxRetries:   3,
+			MaxEventSize: c.opts.MaxLineBytes,
+			// The standalone stream is opened by go-sdk's ClientSession
+			// only; this client opens it itself (getStream).
+			DisableStandaloneSSE: true,
+		},
 	}, nil
+}
+
+// legacySession notes that the session is a legacy one of version: every
+// request carries the version from now on.
+func (h *httpState) legacySession(version string) {
+	h.rt.version.Store(&version)
+}
+
+// readHTTP reads the underlying connection conn of generation gen until it
+// ends. A legacy session the server forgot is renewed; any other end is
+// the connection's.
+func (c *Conn) readHTTP(conn mcp.Connection, gen uint32) {
+	err := c.w.readConn(c.life, conn)
+	if _, cur := c.w.current(); cur != gen {
+		return // replaced by a renewal, or a renewal that failed
+	}
+	if c.sessionLost(gen, err) {
+		return
+	}
+	c.http.connLost(err)
+}
+
+// connLost ends the connection's read for good with err.
+func (h *httpState) connLost(err error) {
+	h.lost.Do(func() {
+		h.c.readErr = err
+		close(h.c.readEnded)
+	})
+}
+
+// sessionLost renews a legacy session the server forgot (err wraps go-sdk's
+// ErrSessionMissing: a 404 for its session) that was generation gen, and
+// reports whether the connection goes on, on a renewed session (by this
+// call or another). A renewal that fails ends the connection.
+func (c *Conn) sessionLost(gen uint32, err error) bool {
+	h := c.http
+	if h == nil || c.era != EraLegacy || !errors.Is(err, mcp.ErrSessionMissing) || !h.live.Load() {
+		return false
+	}
+	h.renewMu.Lock()
+	defer h.renewMu.Unlock()
+	select {
+	case <-c.readEnded:
+		return false // the connection ended meanwhile
+	default:
+	}
+	if _, cur := c.w.current(); cur != gen {
+		return true // renewed meanwhile
+	}
+	if rerr := c.renew(gen); rerr != nil {
+		c.opts.Logger.Warn("session lost and not renewed", "server", c.name, "url", h.rt.url, peerlog.Err("err", rerr))
+		h.connLost(fmt.Errorf("%w; a new session could not be started: %w", err, rerr))
+		return false
+	}
+	c.opts.Logger.Info("server forgot the session (restart?): re-initialized", "server", c.name, "url", h.rt.url)
+	return true
+}
+
+// renew starts a new legacy session in place of generation stale: a new
+// go-sdk connection, initialize with the params of the first, the
+// resources subscribed again (before any other request reaches the new
+// session, so that no update is missed for want of one), and its GET
+// stream. Requests in flight on the old session end with a retryable
+// error: the server forgot them with the session.
+func (c *Conn) renew(stale uint32) error {
+	h := c.http
+	ctx, cancel := context.WithTimeout(c.life, renewWait)
+	defer cancel()
+	conn, err := h.transport.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	t := c.w.reserve(conn)
+	c.w.goBG(func() { c.readHTTP(conn, t.gen) })
+	raw, err := c.w.callOn(ctx, &t, "initialize", h.initParams)
+	if err == nil {
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(raw, &r) != nil || !slices.Contains(legacyVersions, r.ProtocolVersion) {
+			err = fmt.Errorf("initialize: the server answered protocol version %q", r.ProtocolVersion)
+		}
+	}
+	if err == nil {
+		err = c.w.notifyOn(ctx, &t, "notifications/initialized", json.RawMessage(`{}`))
+	}
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	if c.opts.Subscriptions != nil {
+		for _, uri := range c.opts.Subscriptions() {
+			params := append(append([]byte(`{"uri":`), jsonString(uri)...), '}')
+			if _, err := c.w.callOn(ctx, &t, "resources/subscribe", params); err != nil {
+				c.opts.Logger.Warn("resource not subscribed again on the renewed session", "server", c.name, peerlog.String("uri", uri), peerlog.Err("err", err))
+				if f := c.opts.Handlers.ResubscribeFailed; f != nil {
+					f(uri, err)
+				}
+			}
+		}
+	}
+	old, _ := c.w.current()
+	c.w.publish(t)
+	c.w.failGen(stale, &unreachableError{prefix: fmt.Sprintf("server %q", c.name),
+		what: "the server forgot the MCP session while the request was in flight (a new session was started: try again)", err: mcp.ErrSessionMissing})
+	c.startGetStream()
+	c.w.goBG(func() { old.Close() }) // the session is gone: no DELETE
+	return nil
+}
+
+// renewWait bounds the renewal of a session.
+const renewWait = 30 * time.Second
+
+// close ends the HTTP connection: the GET stream, and the session (go-sdk
+// sends its DELETE).
+func (h *httpState) close() {
+	h.mu.Lock()
+	if h.stopGet != nil {
+		h.stopGet()
+	}
+	h.mu.Unlock()
+	if conn, _ := h.c.w.current(); conn != nil {
+		conn.Close()
+	}
+	h.connLost(ErrConnectionLost)
 }
 
 // ErrRedirectRefused is the errors.Is target of a request the server
@@ -1027,4 +664,37 @@ func (b *boundedBody) Close() error { return b.rc.Close() }
 // tooLarge is the error of an answer over the bound.
 func (t *headerTransport) tooLarge() error {
 	return t.note(fmt.Errorf("%s: %s answered with more than %d bytes, the limit of one message: %w", t.prefix(), t.url, t.maxMsg, ErrMessageTooLarge))
+}
+
+// fresh replaces the HTTP connection with a new go-sdk connection: the
+// legacy handshake after a modern probe starts on one the probe's answer
+// left nothing on.
+func (h *httpState) fresh(ctx context.Context) error {
+	old, _ := h.c.w.current()
+	conn, err := h.transport.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", h.c.name, err)
+	}
+	gen := h.c.w.use(conn)
+	h.c.w.goBG(func() { h.c.readHTTP(conn, gen) })
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// refusedAuth reports whether the last POST was refused for its
+// authorization (401, 403).
+func (t *headerTransport) refusedAuth() bool {
+	t.failMu.Lock()
+	defer t.failMu.Unlock()
+	return t.lastAuth
+}
+
+// resetFailure forgets the failures noted so far: the modern probe's
+// refusal by a legacy server does not explain why its initialize failed.
+func (t *headerTransport) resetFailure() {
+	t.failMu.Lock()
+	defer t.failMu.Unlock()
+	t.failure = nil
 }

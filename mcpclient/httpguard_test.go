@@ -215,11 +215,11 @@ func TestHTTPTransportRefusesOtherOrigins(t *testing.T) {
 	catch := newCatcher(t)
 	cfg, env := secretServerConfig("http://127.0.0.1:1/mcp")
 	c := &Conn{name: "h", opts: Options{Name: "h", Config: cfg, Env: env, MaxLineBytes: DefaultMaxLineBytes}}
-	tr, err := c.httpTransport()
+	h, err := c.newHTTP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := tr.(*mcp.StreamableClientTransport).HTTPClient
+	client := h.transport.HTTPClient
 	req, _ := http.NewRequest(http.MethodPost, catch.srv.URL+"/mcp", strings.NewReader(`{}`))
 	resp, err := client.Transport.RoundTrip(req)
 	if err == nil {
@@ -347,5 +347,57 @@ func TestHTTPAnswerSizeBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRoundTripperHeaders: the headers the RoundTripper adds to what
+// go-sdk sends: the Mcp-Param-* headers handed down in the request's
+// context, an Mcp-Name that is not header-safe in its base64 form, and
+// MCP-Protocol-Version on every request of a legacy session once known.
+func TestRoundTripperHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	c := &Conn{name: "h", opts: Options{Name: "h", Config: &config.ServerConfig{URL: srv.URL}, MaxLineBytes: DefaultMaxLineBytes}}
+	h, err := c.newHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(ctx context.Context, name string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{}`))
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := h.client.Transport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	send(withParamHeaders(context.Background(), http.Header{"Mcp-Param-Region": {"=?base64?IGV1?="}}), "tëst")
+	send(context.Background(), "plain_name")
+	h.legacySession("2025-06-18")
+	send(context.Background(), "")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d requests", len(got))
+	}
+	for i, want := range []map[string]string{
+		{"Mcp-Param-Region": "=?base64?IGV1?=", "Mcp-Name": "=?base64?dMOrc3Q=?=", "Mcp-Protocol-Version": ""},
+		{"Mcp-Param-Region": "", "Mcp-Name": "plain_name", "Mcp-Protocol-Version": ""},
+		{"Mcp-Protocol-Version": "2025-06-18"},
+	} {
+		for k, v := range want {
+			if g := got[i].Get(k); g != v {
+				t.Errorf("request %d: %s = %q, want %q", i, k, g, v)
+			}
+		}
 	}
 }

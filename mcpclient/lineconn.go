@@ -11,49 +11,33 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
 
-// lineTransport is the stdio transport: newline-delimited JSON-RPC over
-// the server's pipes, read through the lineReader (which already assembles
-// and checks each line).
+// lineConn is the stdio connection: newline-delimited JSON-RPC over the
+// server's pipes, read through the lineReader (which already assembles and
+// checks each line). It is an mcp.Connection, go-sdk's interface, but the
+// wire reads it through readLines, its fast path: a response's result is a
+// slice of the line read, handed to its receiver without a copy or a
+// decoding into Go values, and a tools/call is written from the caller's
+// bytes without a goroutine (send).
 //
 // go-sdk's IOTransport decodes each message twice through a buffering
 // decoder: a json.Decoder over the stream, then DecodeMessage over the
 // raw message, each growing a buffer and copying the bytes. For a 10 MiB
-// tool result that is six or seven copies of the payload. Here a line is
-// copied once, and a response's result is a slice of that copy.
-type lineTransport struct {
-	lines *lineReader
-	w     io.WriteCloser
-	raw   *rawCalls // the tools/call requests written outside go-sdk; may be nil
-	// writeFailed is told of the first failed write: the server no longer
-	// reads its stdin, and the connection cannot be used.
-	writeFailed func(error)
-}
-
-func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	lc := &lineConn{lines: t.lines, w: t.w, raw: t.raw, writeFailed: t.writeFailed}
-	if t.raw != nil {
-		t.raw.conn = lc
-	}
-	return lc, nil
-}
-
+// tool result that is six or seven copies of the payload.
 // errInputClosed wraps a failed write to the server's stdin (EPIPE when
 // the server closed it or died).
 var errInputClosed = errors.New("the server closed its input")
 
 type lineConn struct {
 	lines *lineReader
-	raw   *rawCalls
-	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers)
+	queue []jsonrpc.Message // the rest of a batch (2025-03-26 servers); Read's
 
 	// The server's input takes messages in the order they were sent (a
 	// notifications/cancelled never overtakes its request), whether the
-	// sender waits (go-sdk) or not (a raw call from the host's read loop).
+	// sender waits (Write) or not (send: a call from the host's read loop).
 	outOnce     sync.Once
 	out         *outbox.Outbox // writes with writeOut; see outbox()
 	w           io.WriteCloser
@@ -64,16 +48,14 @@ type lineConn struct {
 
 func (c *lineConn) SessionID() string { return "" }
 
-// Read returns the next message. go-sdk calls it from one goroutine;
-// Close unblocks it by closing the pipe.
+// Read returns the next message, for a reader of the mcp.Connection
+// interface (the wire uses readLines instead). One goroutine reads; Close
+// unblocks it by closing the pipe.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for len(c.queue) == 0 {
 		line, owned, err := c.lines.readLine()
 		if err != nil {
 			return nil, err
-		}
-		if c.raw != nil && c.raw.take(line) {
-			continue // the answer to a call written outside go-sdk
 		}
 		if !owned {
 			line = bytes.Clone(line) // go-sdk's message keeps slices of it
@@ -216,8 +198,8 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// Write writes go-sdk's message, after the messages sent before it, and
-// waits until it is written.
+// Write writes a message, after the messages sent before it, and waits
+// until it is written.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {

@@ -9,24 +9,27 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 )
 
-// TestRawCallLine checks the tools/call line the raw path writes, as the
-// server read it: its own string id (go-sdk's are numbers), _meta keys
-// sorted with their values' bytes, whitespace between tokens compacted (a
-// newline in the host's arguments would otherwise end the line), the task
-// member, and the result returned as the server wrote it.
+// TestRawCallLine checks the tools/call line the stdio path writes, as the
+// server read it: ids from the connection's one table (the server/discover
+// probe took 1, initialize 2: the raw fixture is a legacy server), _meta keys sorted with their values' bytes,
+// whitespace between tokens compacted (a newline in the host's arguments
+// would otherwise end the line), the task member, and the result returned
+// as the server wrote it.
 func TestRawCallLine(t *testing.T) {
 	rawLog := filepath.Join(t.TempDir(), "raw.log")
 	c := connect(t, Options{Config: fixture.Config("fx", fixture.Spec{
 		Raw:        &fixture.RawSpec{},
 		RawLogFile: rawLog,
 	})})
-	if !c.rawCallsUsable() {
-		t.Fatal("the raw path is not used over stdio")
+	if !c.CanStartToolCall() {
+		t.Fatal("a stdio connection cannot start calls")
 	}
 	args := "{\"text\": \"a b\",\n \"n\":\t12345678901234567890}"
 	meta := map[string]any{
@@ -54,8 +57,8 @@ func TestRawCallLine(t *testing.T) {
 		}
 	}
 	want := []string{
-		`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"_meta":{"a-first":"plain <value>","codex/sandbox-state":{"h":"<&>","e":"\u00e9"},"progressToken":"p-1"},"name":"echo","arguments":` + wantArgs + `,"task":{"ttl":5}}}`,
-		`{"jsonrpc":"2.0","id":"r2","method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"a-first":"plain <value>","codex/sandbox-state":{"h":"<&>","e":"\u00e9"},"progressToken":"p-1"},"name":"echo","arguments":` + wantArgs + `,"task":{"ttl":5}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("tools/call lines the server read (-want +got):\n%s", diff)
@@ -114,7 +117,7 @@ func TestResponseMembers(t *testing.T) {
 		id, result, errv string
 		ok               bool
 	}{
-		{`{"jsonrpc":"2.0","id":"r1","result":{"a":[1,{"b":"}"}]}}`, `"r1"`, `{"a":[1,{"b":"}"}]}`, "", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":[1,{"b":"}"}]}}`, `1`, `{"a":[1,{"b":"}"}]}`, "", true},
 		{`{"result":{},"jsonrpc":"2.0","id":7}`, `7`, `{}`, "", true},
 		{`{"jsonrpc":"2.0","id":"r2","error":{"code":-1,"message":"m"}}`, `"r2"`, "", `{"code":-1,"message":"m"}`, true},
 		{`{"jsonrpc":"2.0","id":"r3","method":"x"}`, "", "", "", false},
@@ -283,37 +286,39 @@ func (w *gatedWriter) Close() error { return nil }
 // request it cancels, and no call overtakes an earlier one.
 func TestWritesKeepTheirOrder(t *testing.T) {
 	w := &gatedWriter{entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	lc := &lineConn{w: w}
-	rc := &rawCalls{server: "fx", conn: lc}
+	c := newConn(Options{Name: "fx", Config: &config.ServerConfig{Command: "fx"}, MaxServerRequests: 1})
+	c.lc = &lineConn{w: w}
+	c.w.use(c.lc)
 	first := make(chan error, 1)
-	go func() { first <- lc.writeParts([]byte(`{"first":true}` + "\n")) }()
+	go func() { first <- c.lc.writeParts([]byte(`{"first":true}` + "\n")) }()
 	<-w.entered // the first write holds the input
 	a := newAnswers()
-	callA, err := rc.start("a", nil, nil, nil, a.done("a"))
-	if err != nil {
-		t.Fatal(err)
+	start := func(name string, args json.RawMessage) PendingCall {
+		t.Helper()
+		p, err := c.w.start(ToolCall{Name: name, Arguments: args}, a.done(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	callA := start("a", json.RawMessage(`{}`))
 	big := `{"data":"` + strings.Repeat("z", 2*rawWriteInPlace) + `"}`
-	if _, err := rc.start("b", json.RawMessage(big), nil, nil, a.done("b")); err != nil {
-		t.Fatal(err)
-	}
+	start("b", json.RawMessage(big))
 	if !callA.Cancel(errors.New("given up")) {
 		t.Fatal("call a had ended already")
 	}
-	if _, err := rc.start("c", nil, nil, nil, a.done("c")); err != nil {
-		t.Fatal(err)
-	}
+	start("c", json.RawMessage(`{}`))
 	close(w.gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	rc.bg.Wait()
+	c.w.bg.Wait()
 	var got []string
 	for line := range strings.SplitSeq(strings.TrimSuffix(w.buf.String(), "\n"), "\n") {
 		switch {
 		case strings.Contains(line, `"first"`):
 			got = append(got, "first")
-		case strings.Contains(line, `"notifications/cancelled"`) && strings.Contains(line, `"requestId":"r1"`):
+		case strings.Contains(line, `"notifications/cancelled"`) && strings.Contains(line, `"requestId":1`):
 			got = append(got, "cancel a")
 		case strings.Contains(line, `"name":"a"`):
 			got = append(got, "call a")
@@ -328,5 +333,38 @@ func TestWritesKeepTheirOrder(t *testing.T) {
 	want := []string{"first", "call a", "call b", "cancel a", "call c"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what the server read, in order (-want +got):\n%s", diff)
+	}
+}
+
+// TestServerRequestsAnsweredWithoutWaiting: the answers the read loop
+// gives a server itself (a ping, a refusal) do not wait for the server to
+// read them: a server that sends requests and does not read its stdin
+// cannot stop the connection's read loop. They reach the server, in order,
+// once it reads.
+func TestServerRequestsAnsweredWithoutWaiting(t *testing.T) {
+	w := &gatedWriter{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	c := newConn(Options{Name: "fx", Config: &config.ServerConfig{Command: "fx"}, MaxServerRequests: 1})
+	c.lc = &lineConn{w: w}
+	c.w.use(c.lc)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for i, method := range []string{"ping", "roots/list", "no/such"} {
+			id, _ := jsonrpc.MakeID(float64(i + 1))
+			c.serverRequest(&jsonrpc.Request{ID: id, Method: method, Params: json.RawMessage(`{}`)})
+		}
+	}()
+	select {
+	case <-answered:
+	case <-testCtx(t).Done():
+		t.Fatal("answering the server's requests waited for the server to read")
+	}
+	close(w.gate)
+	c.w.bg.Wait()
+	want := `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"roots are not supported by this client"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"method \"no/such\" not found"}}` + "\n"
+	if diff := cmp.Diff(want, w.buf.String()); diff != "" {
+		t.Errorf("what the server read (-want +got):\n%s", diff)
 	}
 }

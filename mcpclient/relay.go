@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,101 +24,150 @@ const DefaultMaxServerRequests = 16
 // equals the host protocol's too_many_requests code, which says the same.
 const CodeClientBusy = -32018
 
-// relayed is one kind of server request that the host answers.
-type relayed struct {
-	// allowed reports whether the capability was advertised and a
-	// handler given; refusal is the error a server gets otherwise.
-	allowed bool
-	refusal *jsonrpc.Error
-	// answer asks the host and returns the result to send, already checked.
-	answer func(ctx context.Context, req mcp.Request) (mcp.Result, error)
-}
-
-func (c *Conn) relayed(method string) (relayed, bool) {
-	h := c.opts.Handlers
-	switch method {
-	case "roots/list":
-		return relayed{
-			allowed: c.opts.Roots && h.ListRoots != nil,
-			refusal: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "roots are not supported by this client"},
-			answer:  c.answerRoots,
-		}, true
-	case "elicitation/create":
-		return relayed{
-			allowed: (c.opts.Elicitation || c.opts.ElicitationURL) && h.Elicit != nil,
-			refusal: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"},
-			answer:  c.answerElicit,
-		}, true
-	case "sampling/createMessage":
-		return relayed{
-			allowed: c.opts.Sampling && h.Sample != nil,
-			refusal: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "client does not support sampling"},
-			answer:  c.answerSample,
-		}, true
-	}
-	return relayed{}, false
-}
-
-// relayRequests answers the server's requests to the client (roots/list,
-// elicitation/create, sampling/createMessage) with the host's raw answers.
-// go-sdk would answer roots/list from Client.AddRoots and decode the others
-// into its own types; a receiving middleware sees the request first and
-// keeps the answers verbatim on the way back. Over stdio the params
-// reaching the host are the server's bytes; over HTTP they are go-sdk's
-// decoding (key order not preserved).
+// serverRequest answers a legacy server's request (roots/list,
+// elicitation/create, sampling/createMessage, ping) on a goroutine of its
+// own: the host's answers are relayed as the host wrote them, the params
+// the host sees are the server's bytes.
 //
 // At most MaxServerRequests of them wait on the host at once, whatever
 // their method: the excess is answered CodeClientBusy at once, so that a
 // server flooding requests costs a goroutine for a moment each, not one
 // for as long as the host takes.
-func (c *Conn) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		r, ok := c.relayed(method)
-		if !ok {
-			return next(ctx, method, req)
+func (c *Conn) serverRequest(req *jsonrpc.Request) {
+	params := req.Params // the message's own bytes (a copy of the line's)
+	switch req.Method {
+	case "ping":
+		c.reply(req.ID, json.RawMessage(`{}`), nil)
+		return
+	case "roots/list", "elicitation/create", "sampling/createMessage":
+	default:
+		c.reply(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", req.Method)})
+		return
+	}
+	if refusal := c.inputRefusal(req.Method); refusal != nil {
+		c.reply(req.ID, nil, refusal)
+		return
+	}
+	select {
+	case c.serverReqs <- struct{}{}:
+	default:
+		if f := c.opts.Handlers.ServerRequestRefused; f != nil {
+			f(req.Method, cap(c.serverReqs))
 		}
-		if !r.allowed {
-			return nil, r.refusal
-		}
-		select {
-		case c.serverReqs <- struct{}{}:
-		default:
-			if f := c.opts.Handlers.ServerRequestRefused; f != nil {
-				f(method, cap(c.serverReqs))
-			}
-			return nil, &jsonrpc.Error{Code: CodeClientBusy, Message: fmt.Sprintf(
-				"client busy: %d requests from this server already wait for an answer; try again later", cap(c.serverReqs))}
-		}
+		c.reply(req.ID, nil, busyError(cap(c.serverReqs)))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.life)
+	c.inFlightMu.Lock()
+	c.inFlight[req.ID] = cancel
+	c.inFlightMu.Unlock()
+	if !c.w.goBG(func() {
 		defer func() { <-c.serverReqs }()
-		ctx, stop := c.bindLife(ctx)
-		defer stop()
-		return r.answer(ctx, req)
+		defer func() {
+			c.inFlightMu.Lock()
+			delete(c.inFlight, req.ID)
+			c.inFlightMu.Unlock()
+			cancel()
+		}()
+		res, err := c.answerInput(ctx, req.Method, params)
+		c.reply(req.ID, res, wireError(err))
+	}) {
+		<-c.serverReqs
+		cancel()
 	}
 }
 
-func (c *Conn) answerRoots(ctx context.Context, _ mcp.Request) (mcp.Result, error) {
-	raw, typed, err := hostAnswer[mcp.ListRootsResult](c, "roots/list", checkRoots)(c.opts.Handlers.ListRoots(ctx))
+func busyError(limit int) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeClientBusy, Message: fmt.Sprintf(
+		"client busy: %d requests from this server already wait for an answer; try again later", limit)}
+}
+
+// reply answers a server's request without waiting: it may be called on
+// the read loop (a ping, a refusal), which must not wait for a server
+// that does not read. On stdio the line goes through the connection's
+// ordered writer, over HTTP the POST goes on a goroutine of the
+// connection.
+func (c *Conn) reply(id jsonrpc.ID, result json.RawMessage, err *jsonrpc.Error) {
+	resp := &jsonrpc.Response{ID: id, Result: result}
 	if err != nil {
-		return nil, err
+		resp = &jsonrpc.Response{ID: id, Error: err}
 	}
-	return rawRootsResult{typed, raw}, nil
+	if lc := c.lineConn(); lc != nil {
+		data, eerr := jsonrpc.EncodeMessage(resp)
+		if eerr != nil {
+			c.opts.Logger.Warn("answer to the server's request not encoded", "server", c.name, "err", eerr)
+			return
+		}
+		lc.send([][]byte{append(data, '\n')}, c.w.goBG)
+		return
+	}
+	conn, _ := c.w.current()
+	if conn == nil {
+		return
+	}
+	c.w.goBG(func() {
+		ctx, stop := context.WithTimeout(c.life, cancelWait)
+		defer stop()
+		if werr := conn.Write(ctx, resp); werr != nil {
+			c.opts.Logger.Debug("answer to the server's request not sent", "server", c.name, "err", werr)
+		}
+	})
 }
 
-// hostAnswer returns the checker of the host's answer to a relayed request
-// of method: an error goes to the server as its JSON-RPC error (the host's
-// code and message, when the host answered one); a result must be a JSON
-// object that passes check (MCP's constraints, which decoding into T does
-// not enforce) and decodes as T (go-sdk needs the typed value), and is
-// sent as the host's bytes. A malformed result is the host's bug: the
-// server gets -32603 and the host hears of it (Handlers.HostAnswerRefused).
-func hostAnswer[T any](c *Conn, method string, check func(json.RawMessage) error) func(json.RawMessage, error) (json.RawMessage, *T, error) {
-	return func(raw json.RawMessage, err error) (json.RawMessage, *T, error) {
-		if err != nil {
-			return nil, nil, wireError(err)
+// inputRefusal is the error a server gets for a request of method the
+// client did not declare (or has no handler for), or nil.
+func (c *Conn) inputRefusal(method string) *jsonrpc.Error {
+	h := c.opts.Handlers
+	switch method {
+	case "roots/list":
+		if !c.opts.Roots || h.ListRoots == nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "roots are not supported by this client"}
 		}
-		typed := new(T)
+	case "elicitation/create":
+		if !(c.opts.Elicitation || c.opts.ElicitationURL) || h.Elicit == nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
+		}
+	case "sampling/createMessage":
+		if !c.opts.Sampling || h.Sample == nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "client does not support sampling"}
+		}
+	default:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%q is not a request a server may ask of a client", method)}
+	}
+	return nil
+}
+
+// answerInput asks the host, through the handlers, what a server asked
+// for: a legacy server's request, or an input request of a modern server's
+// result. The answer is checked and returned as the host's bytes.
+func (c *Conn) answerInput(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if refusal := c.inputRefusal(method); refusal != nil {
+		return nil, refusal
+	}
+	h := c.opts.Handlers
+	switch method {
+	case "roots/list":
+		return c.hostAnswer(method, checkRoots)(h.ListRoots(ctx))
+	case "elicitation/create":
+		return c.answerElicit(ctx, params)
+	default:
+		return c.hostAnswer(method, checkObject)(h.Sample(ctx, params))
+	}
+}
+
+// hostAnswer returns the checker of the host's answer to a request of
+// method: an error goes to the server as its JSON-RPC error (the host's
+// code and message, when the host answered one); a result must be a JSON
+// object that passes check (MCP's constraints), and is sent as the host's
+// bytes. A malformed result is the host's bug: the server gets -32603 and
+// the host hears of it (Handlers.HostAnswerRefused).
+func (c *Conn) hostAnswer(method string, check func(json.RawMessage) error) func(json.RawMessage, error) (json.RawMessage, error) {
+	return func(raw json.RawMessage, err error) (json.RawMessage, error) {
+		if err != nil {
+			return nil, err
+		}
 		why := check(raw)
-		if why == nil && (!json.Valid(raw) || json.Unmarshal(raw, typed) != nil) {
+		if why == nil && !json.Valid(raw) {
 			why = fmt.Errorf("not a %s result", method)
 		}
 		if why != nil {
@@ -126,9 +176,9 @@ func hostAnswer[T any](c *Conn, method string, check func(json.RawMessage) error
 			if f := c.opts.Handlers.HostAnswerRefused; f != nil {
 				f(method, why)
 			}
-			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why.Error()}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why.Error()}
 		}
-		return raw, typed, nil
+		return raw, nil
 	}
 }
 
@@ -189,10 +239,17 @@ func checkElicit(raw json.RawMessage) error {
 	return nil
 }
 
-// checkObject checks that a result is a JSON object.
+// checkObject checks that a result is a JSON object (a CreateMessageResult:
+// its members are the host's to fill).
 func checkObject(raw json.RawMessage) error {
-	_, err := objectMembers(raw)
-	return err
+	if _, err := objectMembers(raw); err != nil {
+		return err
+	}
+	var r mcp.CreateMessageWithToolsResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("not a sampling result: %w", err)
+	}
+	return nil
 }
 
 // orMissing is a member's JSON text for a message, clipped, or "missing".
@@ -206,43 +263,12 @@ func orMissing(v json.RawMessage) string {
 	return string(v)
 }
 
-func (c *Conn) answerSample(ctx context.Context, req mcp.Request) (mcp.Result, error) {
-	params, err := c.requestParams(req)
-	if err != nil {
-		return nil, err
-	}
-	raw, typed, err := hostAnswer[mcp.CreateMessageWithToolsResult](c, "sampling/createMessage", checkObject)(c.opts.Handlers.Sample(ctx, params))
-	if err != nil {
-		return nil, err
-	}
-	return rawSampleResult{typed, raw}, nil
-}
-
-// requestParams returns the params of a relayed request: the server's
-// bytes when the read path kept them (stdio), else go-sdk's decoding
-// re-encoded, without the empty "mode" that decoding adds to elicitation
-// params ("" is not a valid mode, and the server did not send one).
-func (c *Conn) requestParams(req mcp.Request) (json.RawMessage, error) {
-	if c.raw != nil {
-		if raw, ok := c.raw.incoming.take(req.GetParams().GetMeta()); ok {
-			return raw, nil
-		}
-	}
-	params, err := json.Marshal(req.GetParams())
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(params, &members) == nil && string(members["mode"]) == `""` {
-		delete(members, "mode")
-		return json.Marshal(members)
-	}
-	return params, nil
-}
-
 // wireError turns a handler's error into the JSON-RPC error the server
 // receives.
-func wireError(err error) error {
+func wireError(err error) *jsonrpc.Error {
+	if err == nil {
+		return nil
+	}
 	var se *ServerError
 	if errors.As(err, &se) {
 		return &jsonrpc.Error{Code: se.Code, Message: se.Message, Data: se.Data}
@@ -254,10 +280,102 @@ func wireError(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// rawSampleResult answers sampling/createMessage with the host's bytes.
-type rawSampleResult struct {
-	*mcp.CreateMessageWithToolsResult
-	raw json.RawMessage
+// notification hands a server's notification to its handler, on the read
+// path, in wire order: a progress or list_changed notification the server
+// sent before the response that ends a call reaches its handler before
+// the caller has the response.
+func (c *Conn) notification(method string, params json.RawMessage) {
+	h := c.opts.Handlers
+	subs := c.subs.Load()
+	if subs != nil && !subs.current(params) {
+		return // of a subscriptions/listen stream that was replaced
+	}
+	switch method {
+	case "notifications/progress":
+		if h.Progress != nil {
+			var p mcp.ProgressNotificationParams
+			if json.Unmarshal(params, &p) == nil {
+				h.Progress(&p)
+			}
+		}
+	case "notifications/message":
+		if h.Log != nil {
+			var p mcp.LoggingMessageParams
+			if json.Unmarshal(params, &p) == nil {
+				h.Log(&p)
+			}
+		}
+	case "notifications/tools/list_changed":
+		if h.ToolListChanged != nil {
+			h.ToolListChanged()
+		}
+	case "notifications/resources/list_changed":
+		if h.ResourceListChanged != nil {
+			h.ResourceListChanged()
+		}
+	case "notifications/prompts/list_changed":
+		if h.PromptListChanged != nil {
+			h.PromptListChanged()
+		}
+	case "notifications/resources/updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if h.ResourceUpdated != nil && json.Unmarshal(params, &p) == nil {
+			h.ResourceUpdated(p.URI)
+		}
+	case "notifications/elicitation/complete":
+		var p struct {
+			ElicitationID string `json:"elicitationId"`
+		}
+		if h.ElicitationComplete != nil && json.Unmarshal(params, &p) == nil && p.ElicitationID != "" {
+			h.ElicitationComplete(p.ElicitationID)
+		}
+	case "notifications/tasks/status", "notifications/tasks":
+		// (2025-11-25's, and the tasks extension's: params as sent.)
+		if h.TaskStatus != nil {
+			h.TaskStatus(params)
+		}
+	case "notifications/cancelled":
+		c.serverCancelled(params)
+	case "notifications/subscriptions/acknowledged":
+		if subs != nil {
+			subs.acknowledged(params)
+		}
+	}
 }
 
-func (r rawSampleResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+// serverCancelled ends the server's request it cancelled (legacy), or
+// notes the end of a subscriptions/listen stream the server tore down
+// (modern).
+func (c *Conn) serverCancelled(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return
+	}
+	var v any
+	if json.Unmarshal(p.RequestID, &v) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return
+	}
+	c.inFlightMu.Lock()
+	cancel := c.inFlight[id]
+	c.inFlightMu.Unlock()
+	if cancel != nil {
+		cancel()
+		return
+	}
+	if n, ok := id.Raw().(int64); ok {
+		if subs := c.subs.Load(); subs != nil {
+			subs.ended(n)
+		}
+	}
+}
+
+// formatID is an id of ours as text.
+func formatID(n int64) string { return strconv.FormatInt(n, 10) }

@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,63 +28,76 @@ func resourceUpdated(session, uri string) func(hostclient.Notification) bool {
 }
 
 func TestResourceSubscriptions(t *testing.T) {
-	events := tempFile(t, "events")
-	h := newHarness(t)
-	spec := fixture.Spec{Subscriptions: true, EventsFile: events, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
-	sid := h.open(map[string]any{"startup": "eager"}).SessionID
-	sub := func(method, uri string) {
-		t.Helper()
-		var res json.RawMessage
-		if err := h.call(method, map[string]any{"sessionId": sid, "server": "s", "uri": uri}, &res); err != nil {
-			t.Fatalf("%s %s: %v", method, uri, err)
-		}
-		if string(res) != "{}" {
-			t.Errorf("%s result %s, want {}", method, res)
-		}
-	}
-	update := func(uri string) {
-		t.Helper()
-		if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": uri}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "2026-07-28", true: "2025-11-25"}[legacy], func(t *testing.T) {
+			events := tempFile(t, "events")
+			h := newHarness(t)
+			spec := fixture.Spec{Legacy: legacy, Subscriptions: true, EventsFile: events, Tools: []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)}}
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, nil)
+			sid := h.open(map[string]any{"startup": "eager"}).SessionID
+			sub := func(method, uri string) {
+				t.Helper()
+				var res json.RawMessage
+				if err := h.call(method, map[string]any{"sessionId": sid, "server": "s", "uri": uri}, &res); err != nil {
+					t.Fatalf("%s %s: %v", method, uri, err)
+				}
+				if string(res) != "{}" {
+					t.Errorf("%s result %s, want {}", method, res)
+				}
+			}
+			update := func(uri string) {
+				t.Helper()
+				if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__s__update", "arguments": map[string]any{"uri": uri}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	sub(protocol.MethodResourcesSubscribe, "file:///a")
-	update("file:///a")
-	h.waitFor("update of a", resourceUpdated(sid, "file:///a"))
+			sub(protocol.MethodResourcesSubscribe, "file:///a")
+			update("file:///a")
+			h.waitFor("update of a", resourceUpdated(sid, "file:///a"))
 
-	// A new connection (here a reconnect) subscribes again.
-	if err := h.call(protocol.MethodServersReconnect, map[string]any{"sessionId": sid, "server": "s"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	mark := len(h.notifications())
-	update("file:///a")
-	h.waitForSince(mark, "update of a after reconnect", resourceUpdated(sid, "file:///a"))
+			// A new connection (here a reconnect) subscribes again.
+			if err := h.call(protocol.MethodServersReconnect, map[string]any{"sessionId": sid, "server": "s"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			mark := len(h.notifications())
+			update("file:///a")
+			h.waitForSince(mark, "update of a after reconnect", resourceUpdated(sid, "file:///a"))
 
-	// None after unsubscribing: b's update, sent later on the same
-	// connection, arrives after where a's would have.
-	sub(protocol.MethodResourcesUnsubscribe, "file:///a")
-	mark = len(h.notifications())
-	update("file:///a")
-	sub(protocol.MethodResourcesSubscribe, "file:///b")
-	update("file:///b")
-	h.waitFor("update of b", resourceUpdated(sid, "file:///b"))
-	for _, n := range h.notifications()[mark:] {
-		if resourceUpdated(sid, "file:///a")(n) {
-			t.Errorf("update of a after unsubscribing: %s", n.Params)
-		}
-	}
-	want := []string{"subscribe file:///a", "subscribe file:///a", "unsubscribe file:///a", "subscribe file:///b"}
-	if diff := cmp.Diff(want, fixture.ReadLines(events)); diff != "" {
-		t.Errorf("server events (-want +got):\n%s", diff)
-	}
+			// None after unsubscribing: b's update, sent later on the same
+			// connection, arrives after where a's would have.
+			sub(protocol.MethodResourcesUnsubscribe, "file:///a")
+			mark = len(h.notifications())
+			update("file:///a")
+			sub(protocol.MethodResourcesSubscribe, "file:///b")
+			update("file:///b")
+			h.waitFor("update of b", resourceUpdated(sid, "file:///b"))
+			for _, n := range h.notifications()[mark:] {
+				if resourceUpdated(sid, "file:///a")(n) {
+					t.Errorf("update of a after unsubscribing: %s", n.Params)
+				}
+			}
+			want := []string{"subscribe file:///a", "subscribe file:///a", "unsubscribe file:///a", "subscribe file:///b"}
+			got := fixture.ReadLines(events)
+			if !legacy {
+				// A 2026-07-28 server learns of the end of the old connection's
+				// subscriptions/listen stream too, as that connection ends: while
+				// the new one starts, so the order of those two is not known.
+				want = append(want, "unsubscribe file:///a")
+				slices.Sort(want)
+				got = slices.Sorted(slices.Values(got))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("server events (-want +got):\n%s", diff)
+			}
 
-	for _, bad := range []map[string]any{{"sessionId": sid, "server": "s"}, {"sessionId": sid, "server": "nope", "uri": "x:"}} {
-		err := h.call(protocol.MethodResourcesSubscribe, bad, nil)
-		if err == nil {
-			t.Errorf("subscribe %v succeeded", bad)
-		}
+			for _, bad := range []map[string]any{{"sessionId": sid, "server": "s"}, {"sessionId": sid, "server": "nope", "uri": "x:"}} {
+				err := h.call(protocol.MethodResourcesSubscribe, bad, nil)
+				if err == nil {
+					t.Errorf("subscribe %v succeeded", bad)
+				}
+			}
+		})
 	}
 }
 
@@ -99,7 +113,9 @@ func TestURLElicitation(t *testing.T) {
 		mu.Unlock()
 		return map[string]any{"action": "accept"}, nil
 	}
-	spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("consent", fixture.BehaviorURLElicit)}}
+	// The elicitation's id and its completion notification are MCP
+	// 2025-11-25's (2026-07-28 has neither): a server of that protocol.
+	spec := fixture.Spec{Legacy: true, Tools: []fixture.ToolSpec{tool("consent", fixture.BehaviorURLElicit)}}
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{
 		"capabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
 	})
@@ -236,12 +252,14 @@ func TestTaskAugmentedCalls(t *testing.T) {
 		tool("plain", fixture.BehaviorEcho),
 	}
 	h := newHarness(t)
-	spec := fixture.Spec{RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)},
+	// Tasks of MCP 2025-11-25 (the task parameter, tasks/list, blocking
+	// tasks/result): servers of that protocol.
+	spec := fixture.Spec{Legacy: true, RawLogFile: raw, Tools: tools, Experimental: map[string]json.RawMessage{"codex/sandbox-state": json.RawMessage(`{}`)},
 		Capabilities: map[string]json.RawMessage{"tasks": json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)}}
 	// The same tools on a server that does not declare task-augmented
 	// tools/call.
 	noTasksRaw := tempFile(t, "notasks.log")
-	noTasks := fixture.Spec{RawLogFile: noTasksRaw, Tools: tools}
+	noTasks := fixture.Spec{Legacy: true, RawLogFile: noTasksRaw, Tools: tools}
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec), "n": fixture.Config("n", noTasks)}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	h.waitComplete(sid, 0)

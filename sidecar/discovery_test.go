@@ -52,11 +52,11 @@ func serverState(h *harness, session, server string) string {
 
 // TestEarlyDiscoveryWhileToolsListBlocked: discovery answers while the
 // server's first tools/list is still pending, for plugins and skills asked
-// for at once, on the default protocol version and on 2026-07-28;
+// for at once, on the default protocol version, 2026-07-28 and 2025-11-25;
 // readiness still waits for the inventory; the server sees exactly one
-// initialize.
+// handshake.
 func TestEarlyDiscoveryWhileToolsListBlocked(t *testing.T) {
-	for _, version := range []string{"", "2026-07-28"} {
+	for _, version := range []string{"", "2026-07-28", "2025-11-25"} {
 		t.Run("protocol "+version, func(t *testing.T) {
 			unblock := tempFile(t, "unblock")
 			inits := tempFile(t, "inits")
@@ -124,9 +124,12 @@ func TestEarlyDiscoveryWhileToolsListBlocked(t *testing.T) {
 			if len(lines) != 1 {
 				t.Fatalf("server saw %d handshakes, want 1: %q", len(lines), lines)
 			}
-			want := "initialize 2025-11-25" // mcpclient's default version
-			if version != "" {
+			want := "server/discover 2026-07-28" // the modern protocol first, and a go-sdk v1.8 server speaks it
+			switch {
+			case version >= "2026-07-28":
 				want = "server/discover " + version
+			case version != "":
+				want = "initialize " + version
 			}
 			if f := strings.Fields(lines[0]); len(f) != 3 || f[0]+" "+f[2] != want {
 				t.Errorf("handshake %q, want %s", lines[0], want)

@@ -85,7 +85,10 @@ func TestHostAnswersChecked(t *testing.T) {
 				}
 				return json.RawMessage(tc.answer.result), nil
 			}
-			spec := fixture.Spec{RawLogFile: raw, Tools: []fixture.ToolSpec{tool("ask", tc.tool)}}
+			// The server's own requests and their JSON-RPC answers are
+			// MCP 2025-11-25's (2026-07-28 asks in its results, and gets
+			// the answers in the request sent again: see mcpclient).
+			spec := fixture.Spec{Legacy: true, RawLogFile: raw, Tools: []fixture.ToolSpec{tool("ask", tc.tool)}}
 			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{
 				"capabilities": map[string]any{"roots": true, "elicitation": true, "sampling": map[string]any{}},
 			})

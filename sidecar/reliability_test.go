@@ -568,10 +568,10 @@ func TestCacheFilesPrivateAndSecretFree(t *testing.T) {
 // TestConcurrentStartsBounded configures 24 servers with
 // maxConcurrentStarts 4 (100 with 8 when MCP_SIDECAR_SOAK=1 asks for the
 // long run). Each server is started through sh, which appends "start
-// <pid>" to a shared log and execs the fixture, which appends "initialize
-// <pid>" to the same log when initialize arrives. Both lines fall inside
-// the startup slot (taken before the spawn, given back after the
-// initialize answer), so replaying the log never shows more than the limit
+// <pid>" to a shared log and execs the fixture, which appends
+// "server/discover <pid>" (or "initialize <pid>") to the same log when the
+// handshake arrives. Both lines fall inside the startup slot (taken before
+// the spawn, given back after the handshake's answer), so replaying the log never shows more than the limit
 // of servers between the two. Waiting for a slot counts against a
 // server's startup_timeout_sec, which is generous here: a loaded machine
 // may take long to start them all.
@@ -610,7 +610,7 @@ func TestConcurrentStartsBounded(t *testing.T) {
 		case "start":
 			starts++
 			starting[fields[1]] = true
-		case "initialize":
+		case "server/discover", "initialize":
 			inits++
 			delete(starting, fields[1])
 		}

@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,8 +112,9 @@ func TestServerCancellationReachesHost(t *testing.T) {
 	}
 }
 
-// Each client capability reaches a server's initialize only when the host
-// declared that it handles it.
+// Each client capability reaches a server's handshake (initialize, or the
+// _meta of server/discover and of every request at 2026-07-28) only when
+// the host declared that it handles it.
 func TestClientCapabilitiesFollowTheHost(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -130,31 +132,43 @@ func TestClientCapabilitiesFollowTheHost(t *testing.T) {
 		{"roots", map[string]any{"roots": true}, map[string]any{"roots": map[string]any{}}},
 		{"false is none", map[string]any{"elicitation": false, "roots": false, "sampling": false}, map[string]any{}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			raw := tempFile(t, "raw.log")
-			h := newHarness(t)
-			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{RawLogFile: raw})}, map[string]any{"capabilities": c.host})
-			open := h.open(map[string]any{"startup": "eager"})
-			h.waitComplete(open.SessionID, 0)
-			var got map[string]any
-			for _, line := range fixture.ReadLines(raw) {
-				var msg struct {
-					Method string `json:"method"`
-					Params struct {
-						Capabilities map[string]any `json:"capabilities"`
-					} `json:"params"`
+		for _, legacy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s legacy=%v", c.name, legacy), func(t *testing.T) {
+				raw := tempFile(t, "raw.log")
+				h := newHarness(t)
+				h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Legacy: legacy, RawLogFile: raw})}, map[string]any{"capabilities": c.host})
+				open := h.open(map[string]any{"startup": "eager"})
+				h.waitComplete(open.SessionID, 0)
+				var got map[string]any
+				handshake := "server/discover"
+				if legacy {
+					handshake = "initialize"
 				}
-				if json.Unmarshal([]byte(line), &msg) == nil && msg.Method == "initialize" {
-					got = msg.Params.Capabilities
+				for _, line := range fixture.ReadLines(raw) {
+					var msg struct {
+						Method string `json:"method"`
+						Params struct {
+							Capabilities map[string]any `json:"capabilities"`
+							Meta         struct {
+								Capabilities map[string]any `json:"io.modelcontextprotocol/clientCapabilities"`
+							} `json:"_meta"`
+						} `json:"params"`
+					}
+					if json.Unmarshal([]byte(line), &msg) == nil && msg.Method == handshake {
+						got = msg.Params.Capabilities
+						if !legacy {
+							got = msg.Params.Meta.Capabilities
+						}
+					}
 				}
-			}
-			if got == nil {
-				t.Fatal("no initialize seen")
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("client capabilities (-want +got):\n%s", diff)
-			}
-		})
+				if got == nil {
+					t.Fatalf("no %s seen", handshake)
+				}
+				if diff := cmp.Diff(c.want, got); diff != "" {
+					t.Errorf("client capabilities (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -168,16 +182,21 @@ func TestBadHostCapabilitiesAreRefused(t *testing.T) {
 
 // When the host accepts a form and leaves fields out, the server gets the
 // schema's defaults for them (SEP-1034) and the host's own values as they
-// were; an answer that does not match the schema is refused to the server.
+// were; an answer that does not match the schema is refused to the server
+// (2025-11-25: as the error answering its request; 2026-07-28: the call
+// fails, and the server is not sent it).
 func TestElicitationDefaultsAndValidation(t *testing.T) {
 	const schema = `{"type":"object","properties":{"name":{"type":"string","default":"John Doe"},"age":{"type":"integer","default":30},"verified":{"type":"boolean","default":true}}}`
 	for _, c := range []struct {
 		name    string
+		legacy  bool
 		content map[string]any
-		want    string // in the response line the server read
+		want    string // in the answer line the server read, or the call's error
 	}{
-		{"defaults filled", map[string]any{"age": 41}, `"content":{"age":41,"name":"John Doe","verified":true}`},
-		{"invalid refused", map[string]any{"age": "forty"}, `does not match requested schema`},
+		{"defaults filled", true, map[string]any{"age": 41}, `"content":{"age":41,"name":"John Doe","verified":true}`},
+		{"invalid refused", true, map[string]any{"age": "forty"}, `does not match requested schema`},
+		{"defaults filled 2026-07-28", false, map[string]any{"age": 41}, `"inputResponses":{"elicit":{"action":"accept","content":{"age":41,"name":"John Doe","verified":true}}}`},
+		{"invalid refused 2026-07-28", false, map[string]any{"age": "forty"}, `does not match requested schema`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			raw := tempFile(t, "raw.log")
@@ -185,15 +204,27 @@ func TestElicitationDefaultsAndValidation(t *testing.T) {
 			h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
 				return map[string]any{"action": "accept", "content": c.content}, nil
 			}
-			spec := fixture.Spec{RawLogFile: raw, Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
+			spec := fixture.Spec{Legacy: c.legacy, RawLogFile: raw, Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
 			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
 			open := h.open(map[string]any{"startup": "eager"})
-			if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}}); err != nil {
+			_, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
+			if !c.legacy && strings.Contains(c.name, "invalid") {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("call: %v, want the error saying the answer %s", err, c.want)
+				}
+				for _, line := range fixture.ReadLines(raw) {
+					if strings.Contains(line, `"inputResponses"`) {
+						t.Errorf("the server was sent the invalid answer: %s", line)
+					}
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			var answer string
 			for _, line := range fixture.ReadLines(raw) {
-				if strings.Contains(line, `"action"`) || strings.Contains(line, `"error"`) {
+				if strings.Contains(line, `"action"`) || strings.Contains(line, `"error"`) || strings.Contains(line, `"inputResponses"`) {
 					answer = line
 				}
 			}
@@ -204,42 +235,57 @@ func TestElicitationDefaultsAndValidation(t *testing.T) {
 	}
 }
 
-// An accepted form whose content does not match the schema is refused to
-// the server (-32602), and the host hears of it: an mcp/log warning for
-// that server naming the fields that are wrong and why, so that its user
-// can be asked again; the values are not quoted (a form may ask for a
-// password).
+// An accepted form whose content does not match the schema is not sent to
+// the server, and the host hears of it: an mcp/log warning for that server
+// naming the fields that are wrong and why, so that its user can be asked
+// again; the values are not quoted (a form may ask for a password). A
+// 2025-11-25 server asked in a request of its own and gets -32602 (the tool
+// then reports it); a 2026-07-28 server asked in an input-required result,
+// which has no place for an error: the call fails with the same words.
 func TestRefusedElicitationAnswerIsReportedToTheHost(t *testing.T) {
 	const schema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}`
-	h := newHarness(t)
-	h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
-		return map[string]any{"action": "accept", "content": map[string]any{"age": "forty-s3cr3t"}}, nil
-	}
-	spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
-	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
-	open := h.open(map[string]any{"startup": "eager"})
-	res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(res), "does not match requested schema") || strings.Contains(string(res), "s3cr3t") {
-		t.Errorf("the tool's result %s: want the server to have been refused the answer, without its values", res)
-	}
-	n := h.waitFor("an mcp/log warning about the refused answer", func(n hostclient.Notification) bool {
-		var p protocol.LogParams
-		return n.Method == protocol.NotifyLog && json.Unmarshal(n.Params, &p) == nil && p.Server == "s" && p.Level == "warning" &&
-			strings.Contains(string(p.Data), "elicitation/create")
-	})
-	var p protocol.LogParams
-	json.Unmarshal(n.Params, &p)
-	var msg string
-	json.Unmarshal(p.Data, &msg)
-	for _, want := range []string{`field \"name\" is required`, `field \"age\" does not match its schema`} {
-		if !strings.Contains(string(p.Data), want) {
-			t.Errorf("mcp/log %s does not say %s", p.Data, want)
-		}
-	}
-	if strings.Contains(msg, "s3cr3t") {
-		t.Errorf("mcp/log %q quotes the answer", msg)
+	for _, legacy := range []bool{true, false} {
+		name := map[bool]string{true: "2025-11-25", false: "2026-07-28"}[legacy]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.onRequest = func(context.Context, string, json.RawMessage) (any, error) {
+				return map[string]any{"action": "accept", "content": map[string]any{"age": "forty-s3cr3t"}}, nil
+			}
+			spec := fixture.Spec{Legacy: legacy, Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}}
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{"capabilities": map[string]any{"elicitation": true}})
+			open := h.open(map[string]any{"startup": "eager"})
+			res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__ask", "arguments": map[string]any{"schema": json.RawMessage(schema)}})
+			said := string(res)
+			if legacy {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err == nil {
+					t.Fatalf("the call answered %s; want it to fail: the server cannot be sent the invalid answer", res)
+				}
+				said = err.Error()
+			}
+			if !strings.Contains(said, "does not match requested schema") || strings.Contains(said, "s3cr3t") {
+				t.Errorf("the call said %s: want the answer refused, without its values", said)
+			}
+			n := h.waitFor("an mcp/log warning about the refused answer", func(n hostclient.Notification) bool {
+				var p protocol.LogParams
+				return n.Method == protocol.NotifyLog && json.Unmarshal(n.Params, &p) == nil && p.Server == "s" && p.Level == "warning" &&
+					strings.Contains(string(p.Data), "elicitation/create")
+			})
+			var p protocol.LogParams
+			json.Unmarshal(n.Params, &p)
+			var msg string
+			json.Unmarshal(p.Data, &msg)
+			for _, want := range []string{`field \"name\" is required`, `field \"age\" does not match its schema`} {
+				if !strings.Contains(string(p.Data), want) {
+					t.Errorf("mcp/log %s does not say %s", p.Data, want)
+				}
+			}
+			if strings.Contains(msg, "s3cr3t") {
+				t.Errorf("mcp/log %q quotes the answer", msg)
+			}
+		})
 	}
 }

@@ -104,7 +104,8 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 			})
 			h := newHarness(t)
 			h.onRequest = hr.handle
-			spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("flood", fixture.BehaviorFlood)}}
+			// Requests of the server's own are MCP 2025-11-25's.
+			spec := fixture.Spec{Legacy: true, Tools: []fixture.ToolSpec{tool("flood", fixture.BehaviorFlood)}}
 			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{
 				"capabilities": map[string]any{"elicitation": true, "roots": true, "sampling": map[string]any{}},
 				"limits":       map[string]any{"maxServerRequests": limit},
@@ -187,7 +188,8 @@ func TestServerRequestFloodFootprint(t *testing.T) {
 					close(refused)
 				}
 			}
-			spec := fixture.Spec{Tools: []fixture.ToolSpec{tool("flood", fixture.BehaviorFlood)}}
+			// Requests of the server's own are MCP 2025-11-25's.
+			spec := fixture.Spec{Legacy: true, Tools: []fixture.ToolSpec{tool("flood", fixture.BehaviorFlood)}}
 			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", spec)}, map[string]any{
 				"capabilities": map[string]any{"elicitation": true},
 				"limits":       map[string]any{"maxServerRequests": c.limit},

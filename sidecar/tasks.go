@@ -60,6 +60,19 @@ func (s *Server) tasksList(ctx context.Context, rq *request) (result, error) {
 func checkTaskMode(sc *serverConn, conn *mcpclient.Conn, t catalog.Tool, task json.RawMessage) error {
 	support := t.TaskSupport
 	withTask := hasTask(task)
+	if conn.Era() == mcpclient.EraModern {
+		// MCP 2026-07-28: tasks are an extension the server declares, and
+		// the server decides per call whether it becomes one; tools say
+		// nothing of it.
+		switch {
+		case withTask && !modernTasks(conn.Capabilities()):
+			return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams,
+				fmt.Sprintf("server %q does not take task-augmented calls (its capabilities have no extensions[%q]): call tool %q without task", sc.name, mcpclient.TasksExtension, t.Name)).WithServer(sc.name, t.Name)
+		case withTask && !isJSONObject(task):
+			return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "task must be a JSON object ({} or {\"ttl\": milliseconds})")
+		}
+		return nil
+	}
 	if (withTask || support == "required") && !taskToolCalls(conn.Capabilities()) {
 		if !withTask {
 			return nil
@@ -100,6 +113,19 @@ func taskToolCalls(caps json.RawMessage) bool {
 	}
 	call := c.Tasks.Requests.Tools.Call
 	return len(call) > 0 && string(call) != "null"
+}
+
+// modernTasks reports whether server capabilities declare the tasks
+// extension (MCP 2026-07-28).
+func modernTasks(caps json.RawMessage) bool {
+	var c struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(caps, &c) != nil {
+		return false
+	}
+	ext, ok := c.Extensions[mcpclient.TasksExtension]
+	return ok && string(ext) != "null"
 }
 
 // hasTask reports whether a tools/call's task member asks for a task

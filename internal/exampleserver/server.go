@@ -212,7 +212,7 @@ type askIn struct {
 }
 
 func (h *handlers) ask(ctx context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+	question := &mcp.ElicitParams{
 		Mode:    "form",
 		Message: in.Question,
 		RequestedSchema: map[string]any{
@@ -222,9 +222,30 @@ func (h *handlers) ask(ctx context.Context, req *mcp.CallToolRequest, in askIn) 
 			},
 			"required": []string{"answer"},
 		},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("asking the user: %w", err)
+	}
+	var res *mcp.ElicitResult
+	params := req.Session.InitializeParams()
+	switch {
+	case params == nil || params.ProtocolVersion < "2026-07-28":
+		// A client of 2025-11-25 or earlier is asked with a request of the
+		// server's own.
+		var err error
+		if res, err = req.Session.Elicit(ctx, question); err != nil {
+			return nil, nil, fmt.Errorf("asking the user: %w", err)
+		}
+	default:
+		// A client of 2026-07-28 is asked in the result, and sends the call
+		// again with the answer (multi round-trip requests).
+		answer, ok := req.Params.InputResponses["answer"]
+		if !ok {
+			if params.Capabilities == nil || params.Capabilities.Elicitation == nil {
+				return nil, nil, errors.New("asking the user: the client does not support elicitation")
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"answer": question}}, nil, nil
+		}
+		if res, ok = answer.(*mcp.ElicitResult); !ok {
+			return nil, nil, fmt.Errorf("asking the user: the client answered with a %T", answer)
+		}
 	}
 	switch res.Action {
 	case "accept":

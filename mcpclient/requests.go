@@ -1,0 +1,172 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/config"
+)
+
+// The requests a caller sends. Each goes out with the connection's _meta
+// (modern servers) and comes back as the server's bytes.
+
+// call sends method with params (a JSON object of ours, or nil for {}) and
+// waits for the result. Over HTTP the request is bound to the connection's
+// life: a POST in flight ends with the connection.
+func (c *Conn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.callAsIs(ctx, method, c.withMeta(params))
+}
+
+// callAsIs is call with params sent as they are.
+func (c *Conn) callAsIs(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-c.done:
+		return nil, c.Err()
+	default:
+	}
+	if c.proc == nil {
+		var stop func()
+		ctx, stop = c.bindLife(ctx)
+		defer stop()
+	}
+	return c.w.call(ctx, method, params)
+}
+
+// ListToolsPage sends one tools/list.
+func (c *Conn) ListToolsPage(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return c.call(ctx, "tools/list", cursorParams(cursor))
+}
+
+// ListResourcesPage sends one resources/list.
+func (c *Conn) ListResourcesPage(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return c.call(ctx, "resources/list", cursorParams(cursor))
+}
+
+// ListResourceTemplatesPage sends one resources/templates/list.
+func (c *Conn) ListResourceTemplatesPage(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return c.call(ctx, "resources/templates/list", cursorParams(cursor))
+}
+
+// ListPromptsPage sends one prompts/list.
+func (c *Conn) ListPromptsPage(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return c.call(ctx, "prompts/list", cursorParams(cursor))
+}
+
+func cursorParams(cursor string) json.RawMessage {
+	if cursor == "" {
+		return json.RawMessage(`{}`)
+	}
+	return append(append([]byte(`{"cursor":`), jsonString(cursor)...), '}')
+}
+
+// ReadResource sends resources/read.
+func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	params := append(append([]byte(`{"uri":`), jsonString(uri)...), '}')
+	return c.callRounds(ctx, "resources/read", params, false)
+}
+
+// GetPrompt sends prompts/get.
+func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	params := append([]byte(`{"name":`), jsonString(name)...)
+	if len(args) > 0 {
+		a, err := marshalNoEscape(args)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: prompts/get: %w", c.name, err)
+		}
+		params = append(append(params, `,"arguments":`...), a...)
+	}
+	return c.callRounds(ctx, "prompts/get", append(params, '}'), false)
+}
+
+// Complete sends completion/complete with params (a CompleteParams object,
+// sent as it is).
+func (c *Conn) Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	if !isObject(params) || !json.Valid(params) {
+		return nil, fmt.Errorf("server %q: completion/complete: params are not a JSON object", c.name)
+	}
+	return c.call(ctx, "completion/complete", params)
+}
+
+// Request sends a request of any method (params: a JSON object, or nil for
+// {}) and returns the result as the server sent it.
+func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	} else if !isObject(params) || !json.Valid(params) {
+		return nil, fmt.Errorf("server %q: %s: params are not a JSON object", c.name, method)
+	}
+	if c.era == EraModern && strings.HasPrefix(method, "tasks/") {
+		return c.modernTaskRequest(ctx, method, params)
+	}
+	return c.call(ctx, method, params)
+}
+
+// CallTool sends tools/call. args are the raw arguments (nil means {}),
+// meta the _meta entries; json.RawMessage values go out with their bytes.
+func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta})
+}
+
+// CallToolTask sends tools/call with the task parameter (a JSON object,
+// {"ttl": ...} or {}): the server answers a CreateTaskResult, returned as
+// sent.
+func (c *Conn) CallToolTask(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
+	if task == nil {
+		task = json.RawMessage("null") // refused by checkCallParams: not an object
+	}
+	return c.callTool(ctx, ToolCall{Name: name, Arguments: args, Meta: meta, Task: task})
+}
+
+// callTool sends a tools/call and waits for its end. Over stdio it is a
+// started call (StartToolCall) waited for.
+func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
+	args, err := c.checkCallParams(call.Name, call.Arguments, call.Task)
+	if err != nil {
+		return nil, err
+	}
+	call.Arguments = args
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.proc != nil {
+		ch := make(answerChan, 1)
+		p, err := c.w.start(call, ch)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case a := <-ch:
+			return a.result, a.err
+		case <-ctx.Done():
+			if p.Cancel(context.Cause(ctx)) {
+				return nil, ctx.Err()
+			}
+			a := <-ch // the answer won the race
+			return a.result, a.err
+		}
+	}
+	params, err := c.toolCallParams(call)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: tool %q: %w", c.name, call.Name, err)
+	}
+	if c.era == EraModern && c.transport == config.TransportHTTP && len(call.Headers) > 0 {
+		ctx = withParamHeaders(ctx, call.Headers.Headers(args))
+	}
+	return c.callRounds(ctx, "tools/call", params, true)
+}
+
+// checkCallParams checks the arguments (nil means {}) and the task (nil
+// or an object) of a tools/call and returns the arguments to send.
+func (c *Conn) checkCallParams(name string, args, task json.RawMessage) (json.RawMessage, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	} else if !json.Valid(args) {
+		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+	}
+	if task != nil && (!isObject(task) || !json.Valid(task)) {
+		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
+	}
+	return args, nil
+}
