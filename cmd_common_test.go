@@ -69,6 +69,8 @@ func isolate(t *testing.T) (cacheDir string) {
 	t.Setenv("XDG_CACHE_HOME", cacheDir)
 	t.Setenv("CODEX_HOME", t.TempDir())
 	t.Setenv("HOME", t.TempDir()) // ~/.claude.json, ~/.cursor, VS Code's user mcp.json
+	// The credentials and the trust record a command writes.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	return cacheDir
 }
 

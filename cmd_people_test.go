@@ -253,7 +253,7 @@ func TestCmdDoctorProjectTrust(t *testing.T) {
 		"\nNot trusted (servers of the project's own files, not started):\n" +
 			"  cursor-srv: " + filepath.Join(root, ".cursor", "mcp.json") + " (Cursor, project scope): Cursor records no approval of project servers that mcp-sidecar can read\n" +
 			"  repo-srv: " + filepath.Join(root, ".mcp.json") + " (Claude Code, project scope): not approved in Claude Code, whose trust dialog was not accepted for this project\n" +
-			"  Approve them in Claude Code, or pass --trust-project to run them this once.\n",
+			"  Approve them in Claude Code or trust the project's Cursor and VS Code files with 'mcp-sidecar trust', or pass --trust-project to run them (Cursor and VS Code files stay trusted until they change).\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)

@@ -30,7 +30,10 @@ const scopeVersion = "mcp-sidecar/discovery-scope/v1"
 // names with hashes of the values env gives them (a different value can mean
 // a different account, hence a different catalog); http_headers names with
 // value hashes; env_http_headers header and variable names with hashes of
-// the variables' values; bearer_token_env_var with a hash of the token; and
+// the variables' values; bearer_token_env_var with a hash of the token; a
+// hash of the header helper's command (http_headers_helper); for a
+// definition whose VS Code inputs were given (config.ServerConfig.WithInputs),
+// the definition as written with a digest of each input's value; and
 // protocol_version (the protocol can change what a server lists). Filters,
 // timeouts and the other keys that do not change what the server lists are
 // left out, so sessions that only filter differently still share a listing.
@@ -57,6 +60,12 @@ func ScopeKey(server string, cfg *config.ServerConfig, env config.Lookup, sessio
 	w := fingerprint{h: sha256.New()}
 	w.field("v", scopeVersion)
 	w.field("server", server)
+	var inputs map[string]string
+	if cfg != nil && cfg.Template != nil {
+		// A definition with its VS Code inputs given: the definition as
+		// written, and a digest of each value, never the value.
+		cfg, inputs = cfg.Template, cfg.InputDigests
+	}
 	if cfg == nil {
 		w.field("config", "none")
 	} else {
@@ -83,8 +92,16 @@ func ScopeKey(server string, cfg *config.ServerConfig, env config.Lookup, sessio
 		if cfg.BearerTokenEnvVar != "" {
 			w.field("bearer_token_env_var", cfg.BearerTokenEnvVar, lookup(cfg.BearerTokenEnvVar))
 		}
+		// A header helper's command, not its output: the token it prints
+		// changes with every run, the account behind it with the command.
+		if cfg.HTTPHeadersHelper != "" {
+			w.field("http_headers_helper", digestOf(cfg.HTTPHeadersHelper, true))
+		}
 		if transport == config.TransportStdio && cfg.Cwd == "" {
 			w.field("fallback_cwd", fallbackCwd)
+		}
+		for _, id := range sortedKeys(inputs) {
+			w.field("input", id, inputs[id])
 		}
 	}
 	w.field("scope", canonicalScope(sessionScope))

@@ -87,6 +87,8 @@ func TestScopeKeyDiffers(t *testing.T) {
 		{"http header name", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.HTTPHeaders = map[string]string{"X-Other": secretToken} })},
 		{"env http header value", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.env["ORG_ID"] = "org-2" })},
 		{"env http header var", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.EnvHTTPHeaders["X-Org"] = "PASS_ME" })},
+		{"header helper", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" })},
+		{"header helper command", http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" }), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account b" })},
 		{"stdio vs http", stdio(func(*scopeInput) {}), http(func(in *scopeInput) { in.server = "fs" })},
 	}
 	for _, tt := range tests {
@@ -157,5 +159,30 @@ func TestScopeKeyShapeAndSecrets(t *testing.T) {
 	cfg := httpConfig()
 	if a, b := ScopeKey("web", cfg, nil, nil, ""), ScopeKey("web", cfg, config.MapLookup(nil), nil, ""); a != b {
 		t.Errorf("nil env %s != empty env %s", a, b)
+	}
+}
+
+// A definition whose VS Code inputs were given has the scope of the
+// definition as written and of its values: another value, another scope;
+// the same value, the same scope.
+func TestScopeKeyInputs(t *testing.T) {
+	in := config.Input{ID: "token", Password: true, File: "/p/.vscode/mcp.json"}
+	tmpl := &config.ServerConfig{Name: "gh", URL: "https://h/mcp", HTTPHeaders: map[string]string{"Authorization": "Bearer \uE000input:token\uE001"}, Inputs: []config.Input{in}}
+	with := func(v string) *config.ServerConfig {
+		c, errs := tmpl.WithInputs(map[string]string{in.Key(): v})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		return c
+	}
+	key := func(c *config.ServerConfig) string { return ScopeKey("gh", c, nil, nil, "") }
+	if key(with("tok-a-111111")) == key(with("tok-b-222222")) {
+		t.Error("two values of an input share a scope")
+	}
+	if key(with("tok-a-111111")) != key(with("tok-a-111111")) {
+		t.Error("one value of an input gives two scopes")
+	}
+	if key(with("tok-a-111111")) == key(tmpl) {
+		t.Error("a definition and its inputs' values share a scope")
 	}
 }

@@ -47,6 +47,7 @@ url = "https://api.example.com/mcp"
 bearer_token_env_var = "GITHUB_TOKEN"
 http_headers = { "X-Org" = "acme" }
 env_http_headers = { "X-Key" = "GITHUB_KEY" }
+http_headers_helper = "print-headers --json"
 auth = "oauth"
 startup_timeout_ms = 15000
 scopes = ["repo", "read:org"]
@@ -80,6 +81,7 @@ func TestEveryCodexKeyIsAccepted(t *testing.T) {
 				"write":  {ApprovalMode: "writes", OutputTokenLimit: 2000},
 			},
 			OAuthCredentialsStore: "file", OAuthCallbackPort: &port, OAuthCallbackURL: "https://example.com/callback",
+			Dir: dir,
 		},
 		"github": {
 			Name: "github", Source: path,
@@ -89,6 +91,8 @@ func TestEveryCodexKeyIsAccepted(t *testing.T) {
 			OAuthResource: "https://api.example.com/", DefaultToolsApprovalMode: "approve",
 			OAuth:                 &OAuthConfig{ClientID: "sidecar-client", CallbackURL: "http://127.0.0.1:6000/callback", CallbackPort: &cbPort},
 			OAuthCredentialsStore: "file", OAuthCallbackPort: &port, OAuthCallbackURL: "https://example.com/callback",
+			HTTPHeadersHelper: "print-headers --json",
+			Dir:               dir,
 		},
 	}
 	for _, c := range l.Servers {
@@ -233,7 +237,7 @@ func TestInlineFileLevelKeys(t *testing.T) {
 
 // TestCodexKeysAcceptedWithAWarning: keys Codex accepts that the sidecar
 // does not act on, or acts on differently, keep their server and say so:
-// a header helper, ChatGPT authentication, a remote environment variable
+// ChatGPT authentication, a remote environment variable
 // or environment, and a timeout of 0 (which in Codex times out at once;
 // here the default applies).
 func TestCodexKeysAcceptedWithAWarning(t *testing.T) {
@@ -241,10 +245,6 @@ func TestCodexKeysAcceptedWithAWarning(t *testing.T) {
 		name, body, want string
 		check            func(*ServerConfig) bool
 	}{
-		{"http_headers_helper", `url = "https://h/mcp"
-http_headers_helper = "print-headers --json"`,
-			`key "http_headers_helper": ignored: mcp-sidecar does not run header helpers; the headers it would print are not sent`,
-			func(c *ServerConfig) bool { return c.HTTPHeadersHelper == "print-headers --json" }},
 		{"auth chatgpt", `url = "https://h/mcp"
 auth = "chatgpt"`,
 			`key "auth": "chatgpt" needs a ChatGPT session, which mcp-sidecar does not have; it connects as with "oauth"`,

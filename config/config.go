@@ -22,6 +22,9 @@ const (
 const (
 	DefaultStartupTimeout = 30 * time.Second
 	DefaultToolTimeout    = 120 * time.Second
+	// DefaultHeadersHelperTimeout bounds one run of a header helper, as
+	// Claude Code bounds its headersHelper.
+	DefaultHeadersHelperTimeout = 10 * time.Second
 )
 
 // ServerConfig is one MCP server, with Codex's keys. Whatever file format it
@@ -72,11 +75,19 @@ type ServerConfig struct {
 	OmitToolsFrom []string `json:"omit_tools_from,omitempty" toml:"omit_tools_from"`
 
 	// Codex keys the sidecar accepts and type-checks without acting on
-	// them: where Codex runs the server (only "local" exists here), its
-	// ChatGPT authentication mode, and a command printing extra headers.
-	EnvironmentID     string `json:"environment_id,omitempty" toml:"environment_id"`
-	Auth              string `json:"auth,omitempty" toml:"auth"`
-	HTTPHeadersHelper string `json:"http_headers_helper,omitempty" toml:"http_headers_helper"`
+	// them: where Codex runs the server (only "local" exists here) and its
+	// ChatGPT authentication mode.
+	EnvironmentID string `json:"environment_id,omitempty" toml:"environment_id"`
+	Auth          string `json:"auth,omitempty" toml:"auth"`
+
+	// HTTPHeadersHelper is a command whose output, a JSON object, gives
+	// headers of a Streamable HTTP server (Codex's http_headers_helper,
+	// Claude Code's headersHelper): run through the shell in Dir before
+	// the connection's first request and again after a 401, for at most
+	// HTTPHeadersHelperTimeoutSec (the sidecar's own key; default
+	// DefaultHeadersHelperTimeout).
+	HTTPHeadersHelper           string   `json:"http_headers_helper,omitempty" toml:"http_headers_helper"`
+	HTTPHeadersHelperTimeoutSec *float64 `json:"http_headers_helper_timeout_sec,omitempty" toml:"http_headers_helper_timeout_sec"`
 
 	// OAuth (streamable HTTP): the scopes to request, the RFC 8707
 	// resource, and the client. The flow itself is not this package's job.
@@ -91,6 +102,31 @@ type ServerConfig struct {
 	OAuthCredentialsStore string `json:"mcp_oauth_credentials_store,omitempty" toml:"mcp_oauth_credentials_store"`
 	OAuthCallbackPort     *int   `json:"mcp_oauth_callback_port,omitempty" toml:"mcp_oauth_callback_port"`
 	OAuthCallbackURL      string `json:"mcp_oauth_callback_url,omitempty" toml:"mcp_oauth_callback_url"`
+
+	// Dir is the folder the definition's relative paths are resolved
+	// against: its file's, the project for ~/.claude.json, "" for inline
+	// config (the sidecar's working directory). A header helper runs
+	// there.
+	Dir string `json:"-" toml:"-"`
+	// InheritEnv says that the tool whose file defines the server gives
+	// stdio servers its whole environment (Claude Code, Cursor and VS
+	// Code); Codex and inline config give the allowlist (ChildEnv).
+	InheritEnv bool `json:"-" toml:"-"`
+	// Environ is the whole environment a server with InheritEnv starts
+	// from ("NAME=value"), set by whoever starts it, on its own copy of
+	// the definition (nil: the allowlist only).
+	Environ []string `json:"-" toml:"-"`
+
+	// Inputs are the VS Code inputs (${input:ID}) the definition uses,
+	// sorted by id: until WithInputs gives their values, the definition
+	// holds placeholders where they go and cannot be started.
+	Inputs []Input `json:"-" toml:"-"`
+	// Template is the definition WithInputs made this one from (nil for
+	// one read from a file), and InputDigests the SHA-256 of each value it
+	// put in, by input id: what the discovery scope is computed from, so
+	// that no value enters it (catalog.ScopeKey).
+	Template     *ServerConfig     `json:"-" toml:"-"`
+	InputDigests map[string]string `json:"-" toml:"-"`
 
 	// Problems are the errors of an invalid definition: such a server is
 	// never started, and the host sees it in state "invalid" with them.
@@ -172,6 +208,12 @@ func (c *ServerConfig) StartupTimeout() time.Duration {
 // ToolTimeout is tool_timeout_sec, or its default.
 func (c *ServerConfig) ToolTimeout() time.Duration {
 	return seconds(c.ToolTimeoutSec, DefaultToolTimeout)
+}
+
+// HeadersHelperTimeout is http_headers_helper_timeout_sec, or its
+// default.
+func (c *ServerConfig) HeadersHelperTimeout() time.Duration {
+	return seconds(c.HTTPHeadersHelperTimeoutSec, DefaultHeadersHelperTimeout)
 }
 
 // Readiness is startup_readiness, or "connection".

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // secret is planted in environments and files; no error may show it.
@@ -240,7 +241,9 @@ cwd = "/abs/dir"
 				}
 				want[name] = c
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			// Where the file is, and whose: TestChildEnvByTool and
+			// TestHeadersHelperKeys check these.
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ServerConfig{}, "Dir", "InheritEnv")); diff != "" {
 				t.Errorf("servers (-want +got):\n%s", diff)
 			}
 			var wantNotes []string
@@ -421,8 +424,10 @@ F: server "s": key "headers": expected an object of strings, got an array`},
 			`F: expected a JSON object with "mcpServers" or "servers"`},
 
 		// VS Code.
-		{"input variable refused", ".vscode/mcp.json", `{"servers": {"s": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:token}"}}}}`, nil,
-			`F: server "s": key "headers.Authorization": ${input:token} needs an interactive prompt, which mcp-sidecar cannot show; use ${env:VAR} and set the variable instead`},
+		{"input variable not declared", ".vscode/mcp.json", `{"servers": {"s": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:token}"}}}}`, nil,
+			`F: server "s": key "headers.Authorization": ${input:token} is not declared in the file's "inputs" (a "promptString" input with id "token")`},
+		{"input variable outside VS Code", ".mcp.json", `{"mcpServers": {"s": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:token}"}}}}`, nil,
+			`F: server "s": key "headers.Authorization": ${input:token} is VS Code's, and this file has no inputs; use ${env:VAR} and set the variable instead`},
 		{"unset env variable", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "env": {"T": "${env:NOPE}"}}}}`, nil,
 			`F: server "s": key "env.T": environment variable "NOPE" (in ${env:NOPE}) is not set`},
 		{"unsupported variable", ".vscode/mcp.json", `{"servers": {"s": {"command": "${config:python.path}"}}}`, nil,

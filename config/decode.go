@@ -48,7 +48,7 @@ func codexKeys() []string {
 		"startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec",
 		"default_tools_approval_mode", "enabled_tools", "disabled_tools", "tools",
 		"scopes", "oauth", "oauth_resource", "name",
-		"startup_readiness", "protocol_version", "output_token_limit",
+		"startup_readiness", "protocol_version", "output_token_limit", "http_headers_helper_timeout_sec",
 	}
 }
 
@@ -61,7 +61,7 @@ func fileLevelKeys() []string {
 // clientKeys are the keys of Claude Code, Cursor and VS Code server entries
 // that the sidecar maps onto Codex's.
 func clientKeys() []string {
-	return []string{"type", "headers", "envFile", "disabled"}
+	return []string{"type", "headers", "envFile", "disabled", "headersHelper"}
 }
 
 // Enumerations of Codex's config, as its serde names them.
@@ -115,6 +115,9 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 		return sd.c, nil
 	}
 	sd.keys = make(map[string]string)
+	if sd.x != nil {
+		sd.x.used = nil // the inputs of this server
+	}
 	for _, key := range sortedKeys(obj) {
 		v := obj[key]
 		if v == nil {
@@ -123,6 +126,11 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 		sd.decodeKey(key, v)
 	}
 	sd.finish()
+	if sd.x != nil {
+		for _, id := range sortedKeys(sd.x.used) {
+			sd.c.Inputs = append(sd.c.Inputs, sd.x.inputs[id])
+		}
+	}
 	sd.errs = append(sd.errs, validate(sd.c, sd.keys)...)
 	sd.c.Problems = sd.errs
 	return sd.c, sd.warnings
@@ -171,14 +179,36 @@ func (sd *serverDecoder) decodeKey(key string, v any) {
 		sd.rename("http_headers", key)
 	case "env_http_headers":
 		c.EnvHTTPHeaders, _ = sd.stringMap(key, v, false)
-	case "http_headers_helper":
+	case "http_headers_helper", "headersHelper":
+		// A shell command line, as both tools write it; never expanded
+		// (Claude Code does not expand headersHelper): the shell does.
+		if key == "headersHelper" && !client {
+			sd.unknown(key)
+			return
+		}
+		if c.HTTPHeadersHelper != "" {
+			sd.errorf(key, "set either headersHelper or http_headers_helper, not both")
+			return
+		}
 		if s, ok := sd.str(key, v); ok {
 			if strings.TrimSpace(s) == "" {
 				sd.errorf(key, "must not be empty")
 				return
 			}
+			if strings.ContainsRune(s, 0) {
+				sd.errorf(key, "contains a NUL byte")
+				return
+			}
 			c.HTTPHeadersHelper = s
-			sd.warnf(key, "ignored: mcp-sidecar does not run header helpers; the headers it would print are not sent")
+			sd.rename("http_headers_helper", key)
+		}
+	case "http_headers_helper_timeout_sec":
+		if f, ok := sd.number(key, v); ok {
+			if !(f > 0) || !validSeconds(f) {
+				sd.errorf(key, "must be a number of seconds greater than 0")
+				return
+			}
+			c.HTTPHeadersHelperTimeoutSec = &f
 		}
 	case "environment_id":
 		if s, ok := sd.str(key, v); ok {
@@ -571,12 +601,13 @@ func (sd *serverDecoder) unknown(key string) {
 // knownElsewhere explains keys of other clients' formats written where
 // Codex's keys are expected (config.toml, initialize.servers).
 var knownElsewhere = map[string]string{
-	"headers":   `; Codex's key for static headers is "http_headers"`,
-	"type":      `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
-	"transport": `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
-	"disabled":  `; use "enabled = false"`,
-	"envFile":   `; Codex's keys have no env file: use "env" or "env_vars"`,
-	"timeout":   `; use "startup_timeout_sec" or "tool_timeout_sec"`,
+	"headers":       `; Codex's key for static headers is "http_headers"`,
+	"headersHelper": `; Codex's key for a command that prints headers is "http_headers_helper"`,
+	"type":          `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
+	"transport":     `; Codex's keys have no transport type: a server with "command" is stdio, one with "url" is streamable HTTP`,
+	"disabled":      `; use "enabled = false"`,
+	"envFile":       `; Codex's keys have no env file: use "env" or "env_vars"`,
+	"timeout":       `; use "startup_timeout_sec" or "tool_timeout_sec"`,
 }
 
 // hintFor is a hint for an unknown key: an explanation for keys of other
@@ -613,7 +644,9 @@ func (sd *serverDecoder) finish() {
 		sd.checkType()
 	}
 	if sd.envFile != "" {
-		if c.URL != "" && c.Command == "" {
+		if hasInputMark(sd.envFile) {
+			sd.errorf("envFile", "cannot use ${input:...}: the file is read before anyone can be asked")
+		} else if c.URL != "" && c.Command == "" {
 			sd.errorf("envFile", "not supported for a streamable HTTP server (url); it applies only to stdio servers (command)")
 		} else if vars, problem := readEnvFile(resolveAgainst(sd.dir, sd.envFile), sd.x.shown(sd.envFileRaw)); problem != "" {
 			sd.errorf("envFile", "%s", problem)
@@ -643,6 +676,11 @@ func (sd *serverDecoder) finish() {
 			sd.warnf("startup_timeout_ms", "ignored: startup_timeout_sec is also set and wins")
 		}
 	}
+	c.Dir = sd.dir
+	// Claude Code, Cursor and VS Code start stdio servers with their
+	// whole environment; Codex (and the host's inline config, in Codex's
+	// keys) with its allowlist and env_vars.
+	c.InheritEnv = sd.dialect.clientFile()
 	if sd.dir != "" {
 		c.Cwd = resolveAgainst(sd.dir, c.Cwd)
 		// A bare command name is looked up in PATH at spawn; one with a

@@ -127,10 +127,12 @@ func Discover(o DiscoverOptions) (found, looked []Source) {
 			consider(Source{Path: filepath.Join(dir, ".mcp.json"), Format: FormatMCPServers, Tool: ToolClaude, Scope: ScopeProject, Trust: trust.claudeProjectScope()})
 		}
 		if want(ToolCursor) {
-			consider(Source{Path: filepath.Join(dir, ".cursor", "mcp.json"), Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeProject, Trust: trust.none(ToolCursor)})
+			p := filepath.Join(dir, ".cursor", "mcp.json")
+			consider(Source{Path: p, Format: FormatMCPServers, Tool: ToolCursor, Scope: ScopeProject, Trust: trust.none(ToolCursor, p)})
 		}
 		if want(ToolVSCode) {
-			consider(Source{Path: filepath.Join(dir, ".vscode", "mcp.json"), Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeProject, Trust: trust.none(ToolVSCode)})
+			p := filepath.Join(dir, ".vscode", "mcp.json")
+			consider(Source{Path: p, Format: FormatVSCode, Tool: ToolVSCode, Scope: ScopeProject, Trust: trust.none(ToolVSCode, p)})
 		}
 	}
 

@@ -26,14 +26,30 @@ func AllowedEnv() []string {
 	return append([]string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}, platformEnv...)
 }
 
-// ChildEnv is the environment of a stdio child: the allowlist (AllowedEnv)
-// taken from env where set, then each name in env_vars taken from env where
-// set, then the explicit env map, which wins. Nothing else of the sidecar's
-// environment reaches the child, so credentials the sidecar holds (cloud
-// keys, tokens) are not handed to every server. The result is sorted
-// "KEY=VALUE" strings.
+// ChildEnv is the environment of a stdio child, as the tool whose file
+// defines it gives it:
+//
+//   - Codex (and inline config, in Codex's keys): the allowlist
+//     (AllowedEnv) taken from env where set, then each name in env_vars
+//     taken from env where set, then the explicit env map, which wins.
+//     Nothing else of the sidecar's environment reaches the child, so
+//     credentials the sidecar holds (cloud keys, tokens) are not handed to
+//     every server;
+//   - Claude Code, Cursor and VS Code (c.InheritEnv): the whole
+//     environment c.Environ, as those tools start their servers with
+//     theirs, then the same allowlist, env_vars and env on top. Without
+//     c.Environ (nobody gave it), the allowlist alone.
+//
+// The result is sorted "KEY=VALUE" strings.
 func ChildEnv(c *ServerConfig, env Lookup) []string {
 	vars := make(map[string]string)
+	if c.InheritEnv {
+		for _, kv := range c.Environ {
+			if name, v, ok := strings.Cut(kv, "="); ok && validEnvName(name) {
+				vars[name] = v
+			}
+		}
+	}
 	inherit := func(name string) {
 		if !validEnvName(name) {
 			return

@@ -17,8 +17,9 @@ const (
 	// predefined variables Cursor resolves in the same files (${env:VAR},
 	// ${userHome}, ${workspaceFolder}, ...).
 	syntaxClaude
-	// syntaxVSCode: ${env:VAR}, ${userHome}, ${workspaceFolder}, ...;
-	// ${input:...} is refused and anything else is an error.
+	// syntaxVSCode: ${env:VAR}, ${userHome}, ${workspaceFolder}, ...,
+	// and ${input:ID} of the file's inputs (inputs.go); anything else is
+	// an error.
 	syntaxVSCode
 )
 
@@ -30,6 +31,10 @@ type expander struct {
 	// inserted counts the bytes references have expanded to in the
 	// file, bounded by maxExpansion.
 	inserted int
+	// inputs are the file's declared inputs (VS Code), by id; used
+	// collects the ids the server being decoded refers to.
+	inputs map[string]Input
+	used   map[string]bool
 }
 
 // maxExpansion bounds what the references of one file expand to, in
@@ -97,7 +102,17 @@ func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
 		return "", false, fmt.Sprintf("environment variable %q (in ${%s}) is not set", name, ref)
 	}
 	if id, isInput := strings.CutPrefix(ref, "input:"); isInput {
-		return "", false, fmt.Sprintf("${input:%s} needs an interactive prompt, which mcp-sidecar cannot show; use ${env:VAR} and set the variable instead", id)
+		if x.syntax != syntaxVSCode {
+			return "", false, fmt.Sprintf("${input:%s} is VS Code's, and this file has no inputs; use ${env:VAR} and set the variable instead", id)
+		}
+		if _, declared := x.inputs[id]; !declared {
+			return "", false, fmt.Sprintf(`${input:%s} is not declared in the file's "inputs" (a "promptString" input with id %q)`, id, id)
+		}
+		if x.used == nil {
+			x.used = map[string]bool{}
+		}
+		x.used[id] = true
+		return inputMark(id), true, ""
 	}
 	if v, ok := x.pathVariable(ref); ok {
 		return v, true, ""

@@ -40,6 +40,9 @@ type parsed struct {
 	// untrusted are the servers the source's Trust does not approve
 	// (Source left empty): not decoded, not in servers.
 	untrusted []Untrusted
+	// format is the source's format as detected (FormatCodex,
+	// FormatMCPServers, FormatVSCode...), for a Source of FormatAuto.
+	format string
 }
 
 func failed(e *Error) parsed {
@@ -192,6 +195,8 @@ func loadSource(src Source, env Lookup) parsed {
 
 // parseSource is loadSource on data already read.
 func parseSource(src Source, data []byte, env Lookup) parsed {
+	// A trust record's approval is of this content only.
+	src.Trust = src.Trust.forContent(data)
 	path := src.Path
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -202,7 +207,9 @@ func parseSource(src Source, data []byte, env Lookup) parsed {
 		format = FormatCodex
 	}
 	if format == FormatCodex {
-		return parseTOML(src, filepath.Dir(abs), data)
+		r := parseTOML(src, filepath.Dir(abs), data)
+		r.format = FormatCodex
+		return r
 	}
 	return parseClientJSON(src, format, abs, data, env)
 }
@@ -260,6 +267,9 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		where string // where it is, for errors
 		d     dialect
 		syn   syntax
+		// inputsRaw is VS Code's top-level "inputs".
+		inputsRaw any
+		hasInputs bool
 	)
 	switch format {
 	case FormatClaudeUser, FormatClaudeLocal:
@@ -316,6 +326,7 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 			where, d, syn = "mcpServers", dialectClaude, syntaxClaude
 		}
 		raw = obj[where]
+		inputsRaw, hasInputs = obj["inputs"]
 	}
 	if raw == nil {
 		return empty
@@ -325,6 +336,12 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		return failed(&Error{File: path, Key: where, Message: "expected an object mapping server names to settings"})
 	}
 	x := &expander{syntax: syn, env: env, workspace: workspaceFolder(abs)}
+	var inputErrs Errors
+	if d == dialectVSCode {
+		if hasInputs && inputsRaw != nil {
+			x.inputs, inputErrs = decodeInputs(path, inputsRaw)
+		}
+	}
 	switch {
 	case src.Project != "":
 		x.workspace = src.Project
@@ -339,9 +356,12 @@ func parseClientJSON(src Source, format, abs string, data []byte, env Lookup) pa
 		// the project, so relative paths are the project's.
 		dir = x.workspace
 	}
-	return decodeServers(servers, src.Trust, func(name string) *serverDecoder {
+	r := decodeServers(servers, src.Trust, func(name string) *serverDecoder {
 		return &serverDecoder{dialect: d, file: path, name: name, dir: dir, x: x}
 	})
+	r.errs = append(inputErrs, r.errs...)
+	r.format = format
+	return r
 }
 
 // decodeServers decodes each server of obj that trust approves, in name
@@ -429,6 +449,9 @@ func LoadAs(sources []Source, inline json.RawMessage, inlineName string, env Loo
 	l := &Loaded{Servers: map[string]*ServerConfig{}}
 	from := map[string]Source{}
 	merge := func(src Source, r parsed) {
+		if src.Format == FormatAuto {
+			src.Format = r.format // what it was read as: the syntax of its servers
+		}
 		rep := SourceReport{Source: src, Servers: sortedKeys(r.servers)}
 		for _, e := range r.errs {
 			if e.Server == "" && rep.Err == nil && len(r.servers) == 0 && len(r.untrusted) == 0 {

@@ -39,6 +39,25 @@ type Trust struct {
 	// (or that it records nothing the sidecar can read); DeclinedWhy
 	// where the user declined it.
 	Why, DeclinedWhy string
+	// Digest, when set, approves every server of the file if the file's
+	// content has that digest (FileDigest) when it is read: the trust
+	// record's approval of a file as it was (trustrecord.go). Otherwise
+	// ChangedWhy says why not.
+	Digest, ChangedWhy string
+}
+
+// forContent is t for a file whose content is data: Digest decided.
+func (t *Trust) forContent(data []byte) *Trust {
+	if t == nil || t.Digest == "" {
+		return t
+	}
+	cp := *t
+	if FileDigest(data) == t.Digest {
+		cp.All = true
+	} else if t.ChangedWhy != "" {
+		cp.Why = t.ChangedWhy
+	}
+	return &cp
 }
 
 // allows reports whether server may run; if not, why, and whether the
@@ -103,10 +122,21 @@ type trustReader struct {
 	claudeRead  bool
 	claude      map[string]claudeProject // ~/.claude.json projects, by cleaned path
 	claudeScope *Trust                   // the verdict on .mcp.json files
+
+	// recordFile is the sidecar's trust record ("" none), read once
+	// (trustrecord.go).
+	recordFile string
+	recordRead bool
+	record     *TrustRecord
+	recordErr  error
 }
 
 func newTrustReader(o DiscoverOptions, codexFile, claudeJSON string, dirs []string) *trustReader {
-	return &trustReader{dirs: dirs, home: o.Home, trust: o.TrustProject, codexFile: codexFile, claudeJSON: claudeJSON}
+	r := &trustReader{dirs: dirs, home: o.Home, trust: o.TrustProject, codexFile: codexFile, claudeJSON: claudeJSON}
+	if o.Env != nil {
+		r.recordFile, _ = DefaultTrustFile(o.Env)
+	}
+	return r
 }
 
 // finish applies TrustProject to a verdict.
@@ -231,10 +261,23 @@ func (r *trustReader) claudeAtKey(dir string) (claudeProject, bool) {
 	return p, ok
 }
 
-// none is the verdict on the project files of a tool that records no
-// approval the sidecar can read (Cursor, VS Code).
-func (r *trustReader) none(tool string) *Trust {
-	return r.finish(&Trust{Why: toolNames[tool] + " records no approval of project servers that mcp-sidecar can read"})
+// none is the verdict on the project file path of a tool that records no
+// approval the sidecar can read (Cursor, VS Code): what the sidecar's own
+// trust record says of it (mcp-sidecar trust), approving the file as it
+// was when trusted.
+func (r *trustReader) none(tool, path string) *Trust {
+	t := &Trust{Why: toolNames[tool] + " records no approval of project servers that mcp-sidecar can read"}
+	if !r.recordRead && r.recordFile != "" {
+		r.recordRead = true
+		r.record, r.recordErr = ReadTrustRecord(r.recordFile)
+	}
+	if r.recordErr != nil {
+		t.Why += fmt.Sprintf(" (%v)", r.recordErr)
+	} else if f, ok := r.record.lookup(r.root(), path); ok {
+		t.Digest = f.Digest
+		t.ChangedWhy = fmt.Sprintf("the file changed since it was trusted with mcp-sidecar trust (%s); %s records no approval mcp-sidecar can read", f.TrustedAt.Format("2006-01-02"), toolNames[tool])
+	}
+	return r.finish(t)
 }
 
 // root is the project's root: the repository root, or the working

@@ -79,6 +79,9 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 		if c.HTTPHeadersHelper != "" {
 			report("http_headers_helper", msg)
 		}
+		if c.HTTPHeadersHelperTimeoutSec != nil {
+			report("http_headers_helper_timeout_sec", msg)
+		}
 		if c.OAuth != nil {
 			report("oauth", msg)
 		}
@@ -114,7 +117,9 @@ func validate(c *ServerConfig, keys map[string]string) Errors {
 		}
 	}
 
-	if c.URL != "" {
+	// A URL with an input's placeholder is checked once it has its value
+	// (WithInputs).
+	if c.URL != "" && !hasInputMark(c.URL) {
 		u, err := url.Parse(c.URL)
 		// The URL is not quoted: its query or userinfo may hold a token.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

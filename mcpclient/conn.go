@@ -135,6 +135,16 @@ type Options struct {
 	// bearer token of every request and is asked to authorize on 401 and
 	// 403 (package oauth). Nil: no OAuth.
 	OAuth auth.OAuthHandler
+	// DynamicHeaders supplies headers of a Streamable HTTP connection
+	// that a command computes (Claude Code's headersHelper, Codex's
+	// http_headers_helper): it is called before the connection's first
+	// request, and again with refresh=true after a request is answered
+	// 401, that request being sent once more with the new headers; the
+	// headers it returned last are added to every request of the
+	// connection (over the configured http_headers of the same name). An
+	// error fails the request that needed the headers, naming the server.
+	// Its values are secrets: never logged. Nil: none.
+	DynamicHeaders func(ctx context.Context, refresh bool) (http.Header, error)
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before
 	// SIGKILL. Defaults 2 s each.

@@ -15,12 +15,14 @@ type ConfigError struct{ msg string }
 func (e *ConfigError) Error() string { return e.msg }
 
 // ServerFor describes a configured server to a Manager. ok is false for a
-// server OAuth does not apply to: stdio, or one configured with its own
-// Authorization (bearer_token_env_var, or an Authorization header). env
+// server OAuth does not apply to: stdio, one configured with its own
+// Authorization (bearer_token_env_var, or an Authorization header), or
+// one with a header helper (http_headers_helper, headersHelper), whose
+// command is how it authenticates: a 401 runs it again. env
 // supplies oauth.client_secret_env_var's value; a *ConfigError says what
 // cannot be used (srv is still the server's, for its key).
 func ServerFor(cfg *config.ServerConfig, env config.Lookup) (srv Server, ok bool, err error) {
-	if cfg.Transport() != config.TransportHTTP || cfg.BearerTokenEnvVar != "" {
+	if cfg.Transport() != config.TransportHTTP || cfg.BearerTokenEnvVar != "" || cfg.HTTPHeadersHelper != "" {
 		return Server{}, false, nil
 	}
 	for k := range cfg.HTTPHeaders {
@@ -59,8 +61,9 @@ func ServerFor(cfg *config.ServerConfig, env config.Lookup) (srv Server, ok bool
 			srv.ClientSecret = v
 		}
 	}
-	if cfg.OAuthCredentialsStore == "keyring" {
-		return srv, true, &ConfigError{fmt.Sprintf(`server %q: mcp_oauth_credentials_store = "keyring": mcp-sidecar keeps OAuth tokens only in its own credentials file (0600); set it to "file" or "auto" to use it`, cfg.Name)}
+	srv.CredentialsStore, srv.StoreSource = cfg.OAuthCredentialsStore, cfg.Origin.Path
+	if srv.StoreSource == "" {
+		srv.StoreSource = cfg.Source
 	}
 	return srv, true, nil
 }

@@ -147,7 +147,6 @@ func (m *Manager) runFlow(f *flow, h *Handler, ch challenge) {
 // redirect handling and stores what it gets.
 func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch challenge) error {
 	srv := h.srv
-	key := srv.Key()
 
 	// Where the redirect comes back: the loopback listener, unless the
 	// presenter catches it.
@@ -174,7 +173,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	// A new authorization keeps what was granted before: a step-up asks
 	// for more, never for less.
 	var granted []string
-	if prev, err := m.credentials(key); err == nil && prev != nil {
+	if prev, err := m.stored(srv, false); err == nil && prev != nil {
 		granted = prev.GrantedScopes
 	}
 
@@ -274,7 +273,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	} else {
 		creds.ClientSecret = gotCfg.ClientSecret
 	}
-	if err := m.save(key, creds); err != nil {
+	if err := m.keep(srv, creds); err != nil {
 		return fmt.Errorf("server %q: keeping the token: %w", srv.Name, err)
 	}
 	m.opts.Logger.Info("authorized", "server", srv.Name)

@@ -113,7 +113,13 @@ type tokenSource struct {
 
 func (s tokenSource) Token() (*oauth2.Token, error) {
 	h := s.h
-	c, err := h.m.credentials(h.srv.Key())
+	c, err := h.m.stored(h.srv, false)
+	var ke *KeyringError
+	if errors.As(err, &ke) {
+		// No token can be had: the request goes without one, and only a
+		// server that asks for authorization (Authorize) hears why.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", h.srv.Name, err)
 	}
@@ -170,7 +176,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		return nil // not ours to fix: the retry fails as the server says
 	}
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-	c, err := h.m.credentials(h.srv.Key())
+	c, err := h.m.stored(h.srv, true)
+	var ke *KeyringError
+	if errors.As(err, &ke) {
+		// Before any flow: a token the keychain cannot keep would have the
+		// user authorize in the browser for nothing.
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("server %q: %w", h.srv.Name, err)
 	}
@@ -203,7 +215,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 // so the request fails here instead, saying what is missing, and the
 // session lives on. The next call that needs the scope asks again.
 func (h *Handler) stillInsufficient(needed string) error {
-	c, err := h.m.credentials(h.srv.Key())
+	c, err := h.m.stored(h.srv, false)
 	if err != nil || c == nil {
 		return err
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	// connection started (tests order events with it).
 	Joined func(Key)
 	Logger *slog.Logger
+	// Keyring is the OS keychain, for servers whose
+	// mcp_oauth_credentials_store is "keyring" or "auto"; nil is the
+	// system's (OSKeyring).
+	Keyring Keyring
 }
 
 // Manager owns the credentials store and the authorization flows. One
@@ -69,6 +73,12 @@ type Manager struct {
 	// refreshFailed is when the last refresh of a key (by Key.ID) failed
 	// for a reason other than a refused grant, until one succeeds.
 	refreshFailed map[string]time.Time
+	// keyringCache is the keychain as last read, by account (stores.go);
+	// keyringFailed the error of the keychain's last failure, at
+	// keyringFailedAt, until a call succeeds.
+	keyringCache    map[string]keyringEntry
+	keyringFailed   error
+	keyringFailedAt time.Time
 }
 
 // NewManager returns a Manager; Close ends its flows.
@@ -88,7 +98,10 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshFailed: map[string]time.Time{}}
+	if opts.Keyring == nil {
+		opts.Keyring = OSKeyring{}
+	}
+	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshFailed: map[string]time.Time{}, keyringCache: map[string]keyringEntry{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -118,6 +131,10 @@ type Server struct {
 	// CallbackURLKey and CallbackPortKey are the configuration keys they
 	// came from, for the errors that name them.
 	CallbackURLKey, CallbackPortKey string
+	// CredentialsStore is mcp_oauth_credentials_store: StoreFile (also
+	// ""), StoreAuto or StoreKeyring (stores.go); StoreSource the file
+	// that sets it, for the errors that name it.
+	CredentialsStore, StoreSource string
 }
 
 // Key is the server's credentials key.
@@ -146,7 +163,7 @@ func (m *Manager) Status(srv Server) (Status, error) {
 		st.PendingURL = f.pendingURL()
 	}
 	m.mu.Unlock()
-	c, err := m.credentials(key)
+	c, err := m.stored(srv, false)
 	if err != nil || c == nil {
 		return st, err
 	}
@@ -163,7 +180,7 @@ func (m *Manager) Status(srv Server) (Status, error) {
 // it shows (a server's error that quotes the request it refused); nil
 // when none are stored or the store cannot be read.
 func (m *Manager) Secrets(srv Server) []string {
-	c, err := m.credentials(srv.Key())
+	c, err := m.stored(srv, false)
 	if err != nil || c == nil {
 		return nil
 	}
@@ -176,17 +193,10 @@ func (m *Manager) Secrets(srv Server) []string {
 	return out
 }
 
-// Logout forgets srv's credentials and reports whether there were any.
+// Logout forgets srv's credentials, in the keychain and in the file,
+// and reports whether there were any.
 func (m *Manager) Logout(srv Server) (bool, error) {
-	id := srv.Key().ID()
-	removed := false
-	err := m.opts.Store.Update(func(entries map[string]*Credentials) error {
-		_, removed = entries[id]
-		delete(entries, id)
-		return nil
-	})
-	m.invalidate()
-	return removed, err
+	return m.forget(srv, "")
 }
 
 // credentials returns the stored credentials of key (nil when none),
@@ -274,7 +284,7 @@ func (m *Manager) refresh(ctx context.Context, srv Server, stale string) (*Crede
 
 func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Credentials, error) {
 	key := srv.Key()
-	c, err := m.credentials(key)
+	c, err := m.stored(srv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +312,7 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			// The grant is gone: forget the tokens, keep nothing that
 			// would be tried again.
-			m.forgetTokens(key, c.RefreshToken)
+			m.forgetTokens(srv, c.RefreshToken)
 			return nil, fmt.Errorf("server %q: %w (%s)", srv.Name, errRefreshRejected, sent.scrub(re))
 		}
 		m.noteRefresh(key, err)
@@ -321,24 +331,17 @@ func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Cr
 		next.GrantedScopes = s
 	}
 	next.ObtainedAt = m.opts.Now()
-	if err := m.save(key, &next); err != nil {
+	if err := m.keep(srv, &next); err != nil {
 		return nil, err
 	}
 	m.opts.Logger.Info("access token refreshed", "server", srv.Name)
 	return &next, nil
 }
 
-// forgetTokens removes the tokens of key if its refresh token is still
+// forgetTokens removes the tokens of srv if its refresh token is still
 // rt (a login elsewhere may have replaced them meanwhile).
-func (m *Manager) forgetTokens(key Key, rt string) {
-	err := m.opts.Store.Update(func(entries map[string]*Credentials) error {
-		if c := entries[key.ID()]; c != nil && c.RefreshToken == rt {
-			delete(entries, key.ID())
-		}
-		return nil
-	})
-	m.invalidate()
-	if err != nil {
+func (m *Manager) forgetTokens(srv Server, rt string) {
+	if _, err := m.forget(srv, rt); err != nil {
 		m.opts.Logger.Warn("credentials not removed", "err", err)
 	}
 }

@@ -61,7 +61,9 @@ func newEnv(t *testing.T, cfg oauthtest.Config, scfg oauthtest.ServerConfig) *en
 	e.server = oauthtest.NewServer(t, e.as, scfg)
 	e.store = &Store{Dir: filepath.Join(t.TempDir(), "credentials")}
 	e.m = NewManager(Options{
-		Store: e.store, Now: e.clock.Now, TimeoutKey: "limits.authorizationTimeoutMs",
+		// No test reaches the OS keychain.
+		Keyring: newFakeKeyring(),
+		Store:   e.store, Now: e.clock.Now, TimeoutKey: "limits.authorizationTimeoutMs",
 		OnAuthorized: func(k Key) {
 			e.authorized.Add(1)
 			e.authorizedCh <- k

@@ -81,6 +81,9 @@ type HostCapabilities struct {
 	Sampling    SamplingCapability    `json:"sampling"`
 	// Authorization: the host opens OAuth authorization URLs (authorization.go).
 	Authorization *AuthorizationCapability `json:"authorization,omitempty"`
+	// Inputs: the host asks its user for the inputs of VS Code files
+	// (mcp/input, inputs.go).
+	Inputs bool `json:"inputs,omitempty"`
 	// Extensions are the MCP extensions the host handles (capabilities.go).
 	Extensions Extensions `json:"extensions,omitempty"`
 }

@@ -50,6 +50,7 @@ func (s *Server) newAuthManager(p *protocol.InitializeParams) *oauth.Manager {
 		ClientName:   s.opts.Name,
 		OnAuthorized: s.authorized,
 		Logger:       s.logger,
+		Keyring:      s.opts.Keyring,
 	})
 }
 
@@ -107,6 +108,7 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 	var fe *oauth.FlowError
 	var se *oauth.ScopeError
 	var re *oauth.RefreshError
+	var ke *oauth.KeyringError
 	switch {
 	case errors.As(err, &na):
 		return needsAuthorization(sc.name, na.URL, na.Error()), true
@@ -118,6 +120,9 @@ func (sc *serverConn) authorizationError(err error) (*protocol.Error, bool) {
 		return needsAuthorization(sc.name, "", fmt.Sprintf("server %q needs authorization: the user cancelled it (servers/reconnect asks again)", sc.name)), true
 	case errors.As(err, &ce):
 		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ce.Error()).WithServer(sc.name, ""), true
+	case errors.As(err, &ke):
+		// A keychain may come back (unlocked, a D-Bus session started).
+		return protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady, ke.Error()).WithServer(sc.name, "").Retry(), true
 	case errors.As(err, &re):
 		// The token expired or was refused, and the authorization server
 		// cannot renew it now: the next request tries again.

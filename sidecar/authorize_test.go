@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/url"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -50,6 +52,8 @@ type oauthOptions struct {
 	server oauthtest.ServerConfig
 	hooks  sidecar.Hooks
 	logger *slog.Logger // the sidecar's own logs; nil: discarded
+	// keyring is the OS keychain; nil: none (noKeychain).
+	keyring oauth.Keyring
 }
 
 func newOAuthSetupWith(t *testing.T, opts oauthOptions, answer func(ctx context.Context, p protocol.AuthorizeParams) (any, error)) *oauthSetup {
@@ -61,7 +65,11 @@ func newOAuthSetupWith(t *testing.T, opts oauthOptions, answer func(ctx context.
 	if opts.logger == nil {
 		opts.logger = slog.New(slog.DiscardHandler)
 	}
-	o.h = newLoggedHarness(t, opts.hooks, opts.logger)
+	o.h = newOptionsHarness(t, opts.hooks, opts.logger, func(so *sidecar.Options) {
+		if opts.keyring != nil {
+			so.Keyring = opts.keyring
+		}
+	})
 	o.h.onRequest = func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 		if method != protocol.RequestAuthorize {
 			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method)
@@ -525,121 +533,90 @@ func TestAuthorizationDoesNotCountAgainstStartupTimeout(t *testing.T) {
 	}
 }
 
-func TestKeyringStoreIsRefusedClearly(t *testing.T) {
-	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{OAuthCredentialsStore: "keyring"})
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	c := o.h.waitComplete("s1", 0)
-	if len(c.Failed) != 1 || !strings.Contains(c.Failed[0].Error, `mcp_oauth_credentials_store = "keyring"`) {
-		t.Errorf("startupComplete %+v: want a failure naming the keyring setting", c)
-	}
-	if len(o.requests()) != 0 {
-		t.Errorf("the host was asked to authorize a server whose token could not be kept")
-	}
-}
-
-// A server that lets the handshake through and asks for authorization on
-// its first listing, and a token revoked during use: both reach a host
-// without the capability as needs_authorization, not as a server error.
-func TestNeedsAuthorizationAfterTheHandshakeAndDuringUse(t *testing.T) {
-	o := newOAuthSetupWith(t, oauthOptions{server: oauthtest.ServerConfig{OpenHandshake: true}}, nil)
-	o.init(nil, nil)
-	o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
-	c := o.h.waitComplete("s1", 0)
-	if len(c.NeedsAuthorization) != 1 || c.NeedsAuthorization[0].AuthorizationURL == "" {
-		t.Fatalf("startupComplete %+v: want remote in needsAuthorization with a URL", c)
-	}
-	if _, status, err := oauthtest.Browse(o.h.ctx, c.NeedsAuthorization[0].AuthorizationURL); err != nil || status != 200 {
-		t.Fatalf("browse: %d, %v", status, err)
-	}
-	if c := o.h.waitComplete("s1", 1); !slices.Equal(c.Ready, []string{"remote"}) {
-		t.Fatalf("round 1 %+v, want remote ready", c)
-	}
-	o.as.RevokeAll()
-	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
-	if data.Kind != protocol.KindNeedsAuthorization || data.AuthorizationURL == "" || data.Tool != "echo" {
-		t.Errorf("tools/call after revocation: data %+v, want needs_authorization for echo with a URL", data)
-	}
-}
-
-// An authorization server down while the token is due for renewal does
-// not fail the server: the token is used until it expires; after that,
-// requests fail as server_not_ready (retryable) saying why, and the
-// server stays ready for when the authorization server is back.
-func TestTokenUsedUntilExpiryWhileTheAuthorizationServerIsDown(t *testing.T) {
-	o := newOAuthSetup(t, sidecar.Hooks{}, browser)
-	o.startSession()
-	if err := o.echo("s1", "one"); err != nil {
-		t.Fatal(err)
-	}
-	o.as.Close()
-	o.clock.Advance(time.Hour - 30*time.Second) // due for renewal, still valid
-	if err := o.echo("s1", "two"); err != nil {
-		t.Fatalf("call with a valid token while the authorization server is down: %v", err)
-	}
-	o.clock.Advance(time.Minute) // expired
-	je, data := o.h.wantCode(o.echo("s1", "three"), protocol.CodeServerNotReady)
-	if data.Kind != protocol.KindServerNotReady || !data.Retryable || !strings.Contains(je.Message, "refreshing the access token") {
-		t.Errorf("call with the token expired: %s (data %+v); want a retryable server_not_ready saying the refresh failed", je.Message, data)
-	}
-	if st := o.status("s1"); st.State != protocol.StateReady {
-		t.Errorf("state %s, want ready", st.State)
-	}
-}
-
-// A request that gets 401 (its grant revoked), a new authorization, and
-// then 403 insufficient_scope (the tool needs more than the new grant) is
-// stepped up on the same request, after a re-authorization that failed
-// before it too; a step-up whose authorization fails is that request's
-// needs_authorization. The connection stays throughout.
-func TestStepUpAfterANewAuthorization(t *testing.T) {
-	var failStepUp atomic.Bool
-	o := newOAuthSetupWith(t, oauthOptions{
-		auth:   oauthtest.Config{ScopesSupported: []string{"read", "write"}},
-		server: oauthtest.ServerConfig{Scopes: []string{"read"}, ToolScopes: map[string][]string{"publish": {"write"}}},
-	}, func(ctx context.Context, p protocol.AuthorizeParams) (any, error) {
-		if failStepUp.Load() && strings.Contains(p.AuthorizationURL, "write") {
-			return nil, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, "the browser did not open")
+// With mcp_oauth_credentials_store = "keyring" and no keychain, a server
+// that asks for authorization fails saying so, before the host is asked
+// to open anything; with a keychain, the tokens go there and not to the
+// credentials file.
+func TestKeyringStore(t *testing.T) {
+	t.Run("no keychain", func(t *testing.T) {
+		o := newOAuthSetup(t, sidecar.Hooks{}, browser)
+		o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{OAuthCredentialsStore: "keyring"})
+		o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+		c := o.h.waitComplete("s1", 0)
+		if len(c.Failed) != 1 || !strings.Contains(c.Failed[0].Error, `mcp_oauth_credentials_store = "keyring"`) || !strings.Contains(c.Failed[0].Error, "the OS keychain cannot be used") {
+			t.Errorf("startupComplete %+v: want a failure naming the keyring setting", c)
 		}
-		return browser(ctx, p)
+		if len(o.requests()) != 0 {
+			t.Errorf("the host was asked to authorize a server whose token could not be kept")
+		}
 	})
-	o.startSession()
-	publish := func() error {
-		_, err := o.h.callTool(map[string]any{"sessionId": "s1", "server": "remote", "tool": "publish", "arguments": map[string]any{"text": "x"}})
-		return err
-	}
-	stillUp := func(when string) {
-		t.Helper()
-		if st := o.status("s1"); st.State != protocol.StateReady || st.Restarts != 0 {
-			t.Errorf("%s: state %s after %d restarts, want ready and the same connection", when, st.State, st.Restarts)
+	t.Run("keychain", func(t *testing.T) {
+		kc := &memKeychain{entries: map[string]string{}}
+		o := newOAuthSetupWith(t, oauthOptions{keyring: kc}, browser)
+		o.init(map[string]any{"authorization": map[string]any{}}, &config.ServerConfig{OAuthCredentialsStore: "keyring"})
+		o.h.open(map[string]any{"sessionId": "s1", "startup": "eager"})
+		if c := o.h.waitComplete("s1", 0); !slices.Equal(c.Ready, []string{"remote"}) {
+			t.Fatalf("startupComplete %+v, want remote ready", c)
 		}
-	}
+		if err := o.echo("s1", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		kc.mu.Lock()
+		n := len(kc.entries)
+		var entry string
+		for k, v := range kc.entries {
+			if strings.HasPrefix(k, "Codex MCP Credentials\x00remote|") {
+				entry = v
+			}
+		}
+		kc.mu.Unlock()
+		if n != 1 || !strings.Contains(entry, `"access_token"`) {
+			t.Errorf("keychain entries: %d, Codex's entry of remote %q", n, entry)
+		}
+		if data, err := os.ReadFile(filepath.Join(o.credsDir, "credentials.json")); err == nil && bytes.Contains(data, []byte("accessToken")) {
+			t.Errorf("the token went to the credentials file: %s", data)
+		}
+	})
+}
 
-	// The grant is revoked, and renewing it fails once.
-	o.as.RevokeAll()
-	o.as.FailTokens("server_error")
-	_, data := o.h.wantCode(o.echo("s1", "x"), protocol.CodeServerNotReady)
-	if !data.Retryable {
-		t.Errorf("failed re-authorization: data %+v, want retryable", data)
-	}
-	o.as.FailTokens("")
-	if err := publish(); err != nil {
-		t.Fatalf("publish after the failed re-authorization: %v; want a new authorization, a step-up and the result", err)
-	}
-	stillUp("after the step-up")
-	if n := len(o.requests()); n != 3 {
-		t.Errorf("%d mcp/authorize, want 3: the first, the new authorization, the step-up", n)
-	}
+// noKeychain is a system without an OS keychain.
+type noKeychain struct{}
 
-	// Revoked again; this time the step-up's authorization fails.
-	o.as.RevokeAll()
-	failStepUp.Store(true)
-	je, data := o.h.wantCode(publish(), protocol.CodeServerNotReady)
-	if data.Kind != protocol.KindNeedsAuthorization || data.Tool != "publish" || !strings.Contains(je.Message, "the browser did not open") {
-		t.Errorf("failed step-up: %s (data %+v): want needs_authorization for publish saying why", je.Message, data)
+var errNoKeychain = errors.New("no keychain in tests")
+
+func (noKeychain) Get(string, string) (string, error) { return "", errNoKeychain }
+func (noKeychain) Set(string, string, string) error   { return errNoKeychain }
+func (noKeychain) Delete(string, string) error        { return errNoKeychain }
+
+// memKeychain is an OS keychain in memory.
+type memKeychain struct {
+	mu      sync.Mutex
+	entries map[string]string
+}
+
+func (k *memKeychain) Get(service, account string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.entries[service+"\x00"+account]
+	if !ok {
+		return "", oauth.ErrKeyringNotFound
 	}
-	stillUp("after the failed step-up")
-	if err := o.echo("s1", "still works"); err != nil {
-		t.Fatal(err)
+	return v, nil
+}
+
+func (k *memKeychain) Set(service, account, secret string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.entries[service+"\x00"+account] = secret
+	return nil
+}
+
+func (k *memKeychain) Delete(service, account string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.entries[service+"\x00"+account]; !ok {
+		return oauth.ErrKeyringNotFound
 	}
+	delete(k.entries, service+"\x00"+account)
+	return nil
 }

@@ -102,6 +102,13 @@ func newHookedHarness(t *testing.T, hooks sidecar.Hooks) *harness {
 // to logger.
 func newLoggedHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger) *harness {
 	t.Helper()
+	return newOptionsHarness(t, hooks, logger, nil)
+}
+
+// newOptionsHarness is newLoggedHarness with the sidecar's options changed
+// by edit (nil: none).
+func newOptionsHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger, edit func(*sidecar.Options)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	t.Cleanup(cancel)
 	// The cache folder is made before the cleanup that stops the sidecar is
@@ -118,8 +125,14 @@ func newLoggedHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger) *h
 		}
 		return os.LookupEnv(k)
 	}
+	// No test reaches the OS keychain: one that wants a keychain gives
+	// its own (edit).
+	opts := sidecar.Options{Env: env, Logger: logger, Keyring: noKeychain{}}
+	if edit != nil {
+		edit(&opts)
+	}
 	go func() {
-		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(sidecar.Options{Env: env, Logger: logger}, hooks))
+		code := sidecar.Serve(ctx, sidecarR, sidecarW, sidecar.WithHooks(opts, hooks))
 		sidecarW.Close()
 		sidecarR.Close()
 		h.exit <- code

@@ -62,6 +62,10 @@ type environment struct {
 	auth *oauth.Manager
 	// scrub holds what is scrubbed from each server's words (secrets.go).
 	scrub scrubbers
+	// helperSecrets are the values header helpers gave (headers.go).
+	helperSecrets helperSecrets
+	// inputs are the values of VS Code inputs given so far (inputs.go).
+	inputs inputStore
 
 	// maxOutputTokens is the host's limit of a tool's result (0: the
 	// default), and outputDir the folder the sessions keep cut results
@@ -144,6 +148,7 @@ func (s *Server) initialize(ctx context.Context, rq *request) (res result, err e
 	if err != nil {
 		return result{}, err
 	}
+	unaskedInputs(loaded, p.Capabilities.Inputs)
 	for _, e := range loaded.Errors {
 		// The host has them in the result; the log is for its operators.
 		s.logger.Info("config error", "problem", e.Error())

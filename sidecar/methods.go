@@ -56,8 +56,11 @@ func (sess *Session) listing(scs []*serverConn, schemas bool) toolsListWire {
 		sc.mu.Lock()
 		entry := protocol.ServerCatalog{Name: sc.name, State: sc.state, Catalog: sc.catalogSrc, Stale: sc.isStaleLocked(),
 			SupportsParallelToolCalls: sc.cfg.SupportsParallelToolCalls, Instructions: sc.instructions}
-		if sc.state == protocol.StateFailed || sc.state == protocol.StateDisconnected || sc.state == protocol.StateNeedsAuthorization {
+		switch sc.state {
+		case protocol.StateFailed, protocol.StateDisconnected, protocol.StateNeedsAuthorization:
 			entry.Error = sc.lastErr
+		case protocol.StateInvalid:
+			entry.Error = invalidError(sc.name, sc.cfg).Message
 		}
 		sc.mu.Unlock()
 		res.Servers = append(res.Servers, entry)

@@ -25,9 +25,9 @@ type scrubbers struct {
 
 // serverSecrets is what is scrubbed from the text server of env writes:
 // the secrets its configuration gives it (redact.ServerValues, read from
-// the sidecar's environment) and, for a server that uses OAuth, the
-// tokens the sidecar holds for it as they are at each use. Nil for a
-// server env does not know.
+// the sidecar's environment), the values given for its VS Code inputs,
+// the headers its header helper gave and, for a server that uses OAuth, the tokens the sidecar holds for it as
+// they are at each use. Nil for a server env does not know.
 func (s *Server) serverSecrets(env *environment, server string) *redact.Secrets {
 	if env == nil {
 		return nil
@@ -45,7 +45,17 @@ func (s *Server) serverSecrets(env *environment, server string) *redact.Secrets 
 	if srv, ok, _ := oauth.ServerFor(cfg, s.opts.Env); ok && env.auth != nil {
 		tokens = func() []string { return env.auth.Secrets(srv) }
 	}
-	sec := redact.NewSecrets(redact.ServerValues(cfg, s.opts.Env), tokens)
+	// What changes while the server runs: its OAuth tokens, the headers
+	// its header helper gives.
+	dynamic := func() []string {
+		var vals []string
+		if tokens != nil {
+			vals = tokens()
+		}
+		vals = append(vals, env.inputs.of(cfg)...)
+		return append(vals, env.helperSecrets.of(server)...)
+	}
+	sec := redact.NewSecrets(redact.ServerValues(cfg, s.opts.Env), dynamic)
 	if env.scrub.m == nil {
 		env.scrub.m = map[string]*redact.Secrets{}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
+	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -31,6 +32,15 @@ type Options struct {
 	// Env is the sidecar's environment: the source of the children's
 	// allowlisted variables, env_vars, bearer tokens and header values.
 	Env config.Lookup
+	// Environ is the sidecar's whole environment ("NAME=value"): what a
+	// stdio server of Claude Code's, Cursor's or VS Code's files starts
+	// from, as those tools pass theirs (config.ChildEnv), and what a
+	// header helper runs with. Nil: os.Environ.
+	Environ func() []string
+	// Keyring is the OS keychain of the servers whose
+	// mcp_oauth_credentials_store is "keyring" or "auto"; nil: the
+	// system's (oauth.OSKeyring).
+	Keyring oauth.Keyring
 	// Logger receives the sidecar's own logs (stderr in production).
 	Logger *slog.Logger
 	// Prober verifies the launcher candidate; nil means a fresh prober.

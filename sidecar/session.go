@@ -259,10 +259,18 @@ func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 		}
 	}()
 
+	// Before anything starts: the values of the inputs its servers use.
+	given, err := s.giveInputs(ctx, env, id, names)
+	if err != nil {
+		return result{}, err
+	}
 	res := protocol.SessionOpenResult{SessionID: id, Servers: []protocol.ServerState{}}
 	var eager []string
 	for _, name := range names {
 		cfg := env.servers[name]
+		if g, ok := given[name]; ok {
+			cfg = g
+		}
 		sc := &serverConn{
 			sess:       sess,
 			name:       name,
@@ -834,6 +842,7 @@ func (sc *serverConn) start(a *startAttempt) {
 			if !errors.As(err, &pe) {
 				// mcpclient's errors name the server already.
 				why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", sc.name))
+				why = sc.withEnvHint(sc.connConfig(), why)
 				err = protocol.NewError(protocol.CodeServerNotReady, protocol.KindServerNotReady,
 					fmt.Sprintf("server %q failed to start: %s", sc.name, why)).WithServer(sc.name, "").Retry()
 			}
@@ -856,6 +865,10 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 		return nil, nil, fmt.Errorf("waiting for a startup slot: %w", err)
 	}
 	opts := sc.clientOptions()
+	opts.Config = sc.connConfig()
+	if opts.Config.HTTPHeadersHelper != "" {
+		opts.DynamicHeaders = sc.dynamicHeaders(opts.Config)
+	}
 	opts.OAuth = sc.oauthHandler(budget)
 	opts.HTTPClient = oauthClient(opts.OAuth)
 	opts.Era = sc.eraHint()

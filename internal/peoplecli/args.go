@@ -46,6 +46,12 @@ func resolveTool(list toolsListing, sess *session, server, name string) (listedT
 		case protocol.StatusNeedsAuthorization:
 			return listedTool{}, fmt.Sprintf("server %q needs authorization: %s", server, sess.l.loginHint(server))
 		}
+		for _, st := range list.Servers {
+			// Not started in this session (an input not given).
+			if st.Name == server && st.State == protocol.StateInvalid && st.Error != "" {
+				return listedTool{}, st.Error
+			}
+		}
 		msg = fmt.Sprintf("server %q has no tool %q", server, name)
 	} else {
 		msg = fmt.Sprintf("no server has a tool %q", name)

@@ -37,6 +37,7 @@ func commands() []command {
 		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts, true},
 		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login, true},
 		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout, true},
+		{"trust", "trust [--list] [--revoke] [PROJECT]", "trust a project's Cursor and VS Code servers until their files change", TrustDoc, Trust, true},
 		{"probe-launcher", "probe-launcher PATH", "run the sandbox launcher probe on PATH and explain the verdict", ProbeDoc, ProbeLauncher, true},
 		{"completion", "completion bash|zsh|fish", "print the shell completion script (commands, flags, server names)", CompletionDoc, Completion, false},
 		{"demo", "demo", "run a harness against the embedded example server and show what it sees", DemoDoc, Demo, false},

@@ -196,7 +196,7 @@ func loginTarget(env Env, cmd string, src *serverFlags, pos []string) (*loaded, 
 	if _, ok, _ := oauth.ServerFor(cfg, nil); !ok {
 		why := "it is a stdio server: OAuth is for Streamable HTTP servers"
 		if cfg.URL != "" {
-			why = "its configuration gives its own Authorization (bearer_token_env_var or an Authorization header)"
+			why = "its configuration gives its own Authorization (bearer_token_env_var, an Authorization header or a header helper)"
 		}
 		fmt.Fprintf(env.Stderr, "mcp-sidecar %s: server %q does not use OAuth: %s\n", cmd, name, why)
 		return nil, "", exitFailure

@@ -109,6 +109,10 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 	if opts.elicit != nil {
 		caps["elicitation"] = map[string]any{"form": map[string]any{}}
 	}
+	input := terminalInput(env) // VS Code inputs, asked on the terminal (inputs.go)
+	if input != nil {
+		caps["inputs"] = true
+	}
 	var onRequest func(context.Context, string, json.RawMessage) (any, error)
 	if len(caps) > 0 {
 		init["capabilities"] = caps
@@ -126,6 +130,12 @@ func openSession(ctx context.Context, env Env, l *loaded, opts sessionOptions) (
 					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 				}
 				return opts.elicit(ctx, p)
+			case method == protocol.RequestInput && input != nil:
+				var p protocol.InputParams
+				if err := json.Unmarshal(params, &p); err != nil {
+					return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+				}
+				return input(ctx, p)
 			}
 			return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, method+" is not handled by this command")
 		}

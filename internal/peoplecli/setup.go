@@ -70,7 +70,7 @@ func (l *loaded) untrustedNote(name string) string {
 // undoing that.
 func trustFix(us []config.Untrusted) string {
 	var how []string
-	open, declined := 0, false
+	open, declined, remembered := 0, false, false
 	for _, u := range us {
 		if u.Declined {
 			declined = true
@@ -83,6 +83,9 @@ func trustFix(us []config.Untrusted) string {
 			h = "trust the project in Codex"
 		case config.ToolClaude:
 			h = "approve %s in Claude Code"
+		case config.ToolCursor, config.ToolVSCode:
+			h = "trust the project's Cursor and VS Code files with 'mcp-sidecar trust'"
+			remembered = true
 		}
 		if h != "" && !slices.Contains(how, h) {
 			how = append(how, h)
@@ -95,6 +98,9 @@ func trustFix(us []config.Untrusted) string {
 	var parts []string
 	if open > 0 {
 		fix := "pass --trust-project to run " + them + " this once"
+		if remembered {
+			fix = "pass --trust-project to run " + them + " (Cursor and VS Code files stay trusted until they change)"
+		}
 		if len(how) > 0 {
 			fix = strings.ReplaceAll(strings.Join(how, " or "), "%s", them) + ", or " + fix
 		}
@@ -231,7 +237,12 @@ func (f *serverFlags) loadServers(env Env) (*loaded, error) {
 		if len(f.headers) > 0 || f.name != "" {
 			return nil, fmt.Errorf("--header and --name go with --command or --url")
 		}
-		return loadConfig(env, f.config, f.trustProject), nil
+		l := loadConfig(env, f.config, f.trustProject)
+		if f.trustProject {
+			rememberTrust(env, l, env.Stderr)
+		}
+		noTerminalForInputs(env, l)
+		return l, nil
 	}
 	if f.command != "" && f.url != "" {
 		return nil, fmt.Errorf("give --command or --url, not both")

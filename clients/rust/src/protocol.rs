@@ -105,6 +105,9 @@ pub struct HostCapabilities {
     /// The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationCapability>,
+    /// The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<bool>,
     /// The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<BTreeMap<String, Map<String, Value>>>,
@@ -1396,7 +1399,7 @@ pub struct ServerCatalog {
     /// The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
-    /// Why the server failed or disconnected.
+    /// Why the server failed, disconnected or is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The server's supports_parallel_tool_calls: its tools may be called in parallel.
@@ -3299,6 +3302,37 @@ pub struct LogoutResult {
     pub removed: bool,
 }
 
+/// One input of a VS Code mcp.json to ask the user for.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputParams {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The server whose startup needs it (the answer serves every server and session that uses the input).
+    pub server: String,
+    /// The input's id, as ${input:ID} names it.
+    pub id: String,
+    /// The file that declares it.
+    pub source: String,
+    /// The question to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Hide the answer as it is typed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<bool>,
+    /// The file's default answer, to offer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// {value} with the user's answer, or {cancelled: true}.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<bool>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ToolsCallResult {
@@ -3546,6 +3580,14 @@ pub mod host_requests {
         type Params = AuthorizeParams;
         type Result = AuthorizeResult;
     }
+
+    /// A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs.
+    pub struct Input;
+    impl HostMethod for Input {
+        const METHOD: &'static str = "mcp/input";
+        type Params = InputParams;
+        type Result = InputResult;
+    }
 }
 
 /// A notification of the sidecar, parsed by method. Methods a later version adds are `Other`.
@@ -3601,6 +3643,8 @@ pub enum HostRequest {
     Sample(SampleParams),
     /// A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session.
     Authorize(AuthorizeParams),
+    /// A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs.
+    Input(InputParams),
     Other { method: String, params: Value },
 }
 
@@ -3612,6 +3656,7 @@ impl HostRequest {
             "mcp/roots" => HostRequest::Roots(serde_json::from_value(params)?),
             "mcp/sample" => HostRequest::Sample(serde_json::from_value(params)?),
             "mcp/authorize" => HostRequest::Authorize(serde_json::from_value(params)?),
+            "mcp/input" => HostRequest::Input(serde_json::from_value(params)?),
             _ => HostRequest::Other { method: method.to_string(), params },
         })
     }
@@ -3711,6 +3756,8 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("sidecarToHost", "result", "mcp/sample") => d::<CreateMessageResult>(text),
         ("sidecarToHost", "params", "mcp/authorize") => d::<AuthorizeParams>(text),
         ("sidecarToHost", "result", "mcp/authorize") => d::<AuthorizeResult>(text),
+        ("sidecarToHost", "params", "mcp/input") => d::<InputParams>(text),
+        ("sidecarToHost", "result", "mcp/input") => d::<InputResult>(text),
         ("hostToSidecar", "notification", "initialized") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "exit") => d::<InitializedParams>(text),
         ("hostToSidecar", "notification", "$/cancelRequest") => d::<CancelParams>(text),

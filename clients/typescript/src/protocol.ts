@@ -21,6 +21,8 @@ export interface HostCapabilities {
   sampling?: SamplingCapability;
   /** The host opens OAuth authorization URLs for its user (mcp/authorize). Without it, a server that needs authorization is in state needs_authorization with the URL. */
   authorization?: AuthorizationCapability;
+  /** The host asks its user for the inputs of VS Code files (mcp/input). Without it, a server that uses an input is invalid. */
+  inputs?: boolean;
   /** The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched. */
   extensions?: { [key: string]: { [key: string]: unknown } };
 }
@@ -245,7 +247,7 @@ export interface ServerCatalog {
   catalog: "live" | "cached" | "none";
   /** The catalog a notifications/tools/list_changed outdated is served: its refresh failed, timed out (startup_timeout_sec) or gave up in a storm of notifications, or, for a server whose last refresh timed out, runs meanwhile. */
   stale?: boolean;
-  /** Why the server failed or disconnected. */
+  /** Why the server failed, disconnected or is invalid. */
   error?: string;
   /** The server's supports_parallel_tool_calls: its tools may be called in parallel. */
   supportsParallelToolCalls?: boolean;
@@ -1092,6 +1094,29 @@ export interface LogoutResult {
   removed: boolean;
 }
 
+/** One input of a VS Code mcp.json to ask the user for. */
+export interface InputParams {
+  sessionId: string;
+  /** The server whose startup needs it (the answer serves every server and session that uses the input). */
+  server: string;
+  /** The input's id, as ${input:ID} names it. */
+  id: string;
+  /** The file that declares it. */
+  source: string;
+  /** The question to show. */
+  description?: string;
+  /** Hide the answer as it is typed. */
+  password?: boolean;
+  /** The file's default answer, to offer. */
+  default?: string;
+}
+
+/** {value} with the user's answer, or {cancelled: true}. */
+export interface InputResult {
+  value?: string;
+  cancelled?: boolean;
+}
+
 /** Requests from the host to the sidecar: params and result of each method. */
 export interface RequestMap {
   /** Configures the sidecar: servers, features, launcher, limits. First request, once. */
@@ -1156,6 +1181,8 @@ export interface HostRequestMap {
   "mcp/sample": { params: SampleParams; result: CreateMessageResult };
   /** A server needs OAuth authorization: open the URL for the user; sent only when the host declared capabilities.authorization. One flow per server at a time, shared by every session. */
   "mcp/authorize": { params: AuthorizeParams; result: AuthorizeResult };
+  /** A server of a VS Code file uses an input (${input:ID}) no one was asked for yet: ask the user; sent only when the host declared capabilities.inputs, once per input for as long as the sidecar runs. */
+  "mcp/input": { params: InputParams; result: InputResult };
 }
 
 /** Notifications from the sidecar to the host: the params of each. */
