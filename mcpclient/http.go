@@ -105,6 +105,35 @@ type headerTransport struct {
 	failure     error
 	established bool
 	lastAuth    bool // the last POST was answered 401 or 403
+
+	// dynamic computes headers (Options.DynamicHeaders): asked once before
+	// the first request, and again after a 401. dynMu guards what it
+	// returned last (dynHeaders) and how many times it ran (dynGen), so
+	// that concurrent 401s run it once.
+	dynamic    func(ctx context.Context, refresh bool) (http.Header, error)
+	dynMu      sync.Mutex
+	dynHeaders http.Header
+	dynGen     int
+}
+
+// dynamicHeaders returns the helper's headers and their generation: the
+// ones it gave last, or, when refresh is set and no other request asked for
+// new ones since generation gen was sent (a 401 for a request sent with
+// older headers is answered by the newer ones), what it gives when run
+// again. It runs with dynMu held: requests wait for a run under way rather
+// than start one each.
+func (t *headerTransport) dynamicHeaders(ctx context.Context, refresh bool, gen int) (http.Header, int, error) {
+	t.dynMu.Lock()
+	defer t.dynMu.Unlock()
+	if t.dynGen > 0 && (!refresh || t.dynGen != gen) {
+		return t.dynHeaders, t.dynGen, nil
+	}
+	h, err := t.dynamic(ctx, refresh)
+	if err != nil {
+		return nil, t.dynGen, fmt.Errorf("%s: its header helper failed: %w", t.prefix(), err)
+	}
+	t.dynHeaders, t.dynGen = h, t.dynGen+1
+	return h, t.dynGen, nil
 }
 
 // paramHeadersKey is the context key of the Mcp-Param-* headers of a
@@ -143,6 +172,17 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if v := t.version.Load(); v != nil && req.Header.Get(protocolVersionHeader) == "" {
 		req.Header.Set(protocolVersionHeader, *v)
 	}
+	var dynGen int
+	if t.dynamic != nil {
+		h, gen, err := t.dynamicHeaders(req.Context(), false, 0)
+		if err != nil {
+			return nil, t.note(err)
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		dynGen = gen
+	}
 	if h, ok := req.Context().Value(paramHeadersKey{}).(http.Header); ok {
 		for k, v := range h {
 			req.Header[k] = v
@@ -156,6 +196,22 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, t.note(t.describe(req, err))
+	}
+	if resp.StatusCode == http.StatusUnauthorized && t.dynamic != nil {
+		// The helper's headers were refused (a token that expired): it is
+		// run again, and the request sent once more with what it gives.
+		again, err := t.retryWithNewHeaders(req, dynGen)
+		if err != nil {
+			resp.Body.Close()
+			return nil, t.note(err)
+		}
+		if again != nil {
+			resp.Body.Close()
+			if resp, err = t.base.RoundTrip(again); err != nil {
+				return nil, t.note(t.describe(again, err))
+			}
+			req = again
+		}
 	}
 	t.noteStatus(req, resp)
 	if resp.StatusCode == http.StatusBadRequest && req.Method == http.MethodPost && req.Header.Get(sessionIDHeader) != "" && t.version.Load() != nil {
@@ -185,6 +241,28 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &boundedBody{rc: resp.Body, left: int64(t.maxMsg), t: t}
 	}
 	return resp, nil
+}
+
+// retryWithNewHeaders is req again with the header helper's new headers,
+// or nil when req cannot be sent again (its body cannot be had twice).
+func (t *headerTransport) retryWithNewHeaders(req *http.Request, gen int) (*http.Request, error) {
+	if req.Body != nil && req.GetBody == nil {
+		return nil, nil
+	}
+	h, _, err := t.dynamicHeaders(req.Context(), true, gen)
+	if err != nil {
+		return nil, err
+	}
+	again := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, nil
+		}
+	}
+	for k, v := range h {
+		again.Header[k] = v
+	}
+	return again, nil
 }
 
 // sessionForgotten shows go-sdk a 404 for a 400 that answered a request on
@@ -426,7 +504,7 @@ func (c *Conn) newHTTP() (*httpState, error) {
 	ht := &headerTransport{
 		base: rt, headers: headers, maxMsg: c.opts.MaxLineBytes,
 		server: c.name, source: c.opts.Config.Source, url: redact.URL(c.opts.Config.URL), real: real, endpoint: endpoint,
-		logger: c.opts.Logger,
+		logger: c.opts.Logger, dynamic: c.opts.DynamicHeaders,
 	}
 	client.Transport = ht
 	return &httpState{

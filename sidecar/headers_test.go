@@ -67,7 +67,6 @@ func tokenServer(t *testing.T, valid string, unauthorized *atomic.Int32) *httpte
 // before the first request, and again when the server answers 401 (its
 // first token is stale here); what it gave never reaches the host.
 func TestHeadersHelperThroughHTTP(t *testing.T) {
-	t.Skip("needs the wire's DynamicHeaders: mcpclient does not call Options.DynamicHeaders yet")
 	const fresh = "fresh-tok-8e7d6c5b"
 	var unauthorized atomic.Int32
 	ts := tokenServer(t, fresh, &unauthorized)
