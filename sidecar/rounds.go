@@ -73,7 +73,7 @@ func (sess *Session) prepareRound(names []string) (launch func()) {
 		a.ctx, a.cancel = context.WithCancelCause(sess.ctx)
 		sc.mu.Lock()
 		old := sc.attempt
-		sc.state = protocol.StateStarting
+		sc.setStateLocked(protocol.StateStarting)
 		sc.attempt = a
 		sc.mu.Unlock()
 		if old != nil {
@@ -342,12 +342,12 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 			sc.startedAt = sess.srv.now()
 			sc.sandboxCap = sandbox.DetectCapability(conn.Experimental())
 		} else if endedNotFailed(err) {
-			sc.state = protocol.StateCancelled
+			sc.setStateLocked(protocol.StateCancelled)
 		} else if isNeedsAuthorization(err) {
-			sc.state = protocol.StateNeedsAuthorization
+			sc.setStateLocked(protocol.StateNeedsAuthorization)
 			sc.lastErr = err.Error()
 		} else {
-			sc.state = protocol.StateFailed
+			sc.setStateLocked(protocol.StateFailed)
 			sc.lastErr = err.Error()
 		}
 	}
@@ -360,7 +360,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		sc.mu.Lock()
 		refresh := false
 		if sc.attempt == a && sc.conn == conn {
-			sc.state = protocol.StateReady
+			sc.setStateLocked(protocol.StateReady)
 			// A notification the startup's listing does not reflect is
 			// followed by a refresh, as it would be had the server been
 			// ready when it came.

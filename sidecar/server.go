@@ -75,6 +75,8 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// mu is a leaf of the lock order (written at Session.mu): nothing
+	// else is locked while it is held.
 	mu           sync.Mutex
 	initializing bool
 	initialized  bool

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,12 @@ type serverConn struct {
 	// guarded by Session.mu (admit).
 	pending int
 
-	mu    sync.Mutex
+	// mu guards what follows up to cacheMu. It is taken after
+	// Session.startMu and Session.rebuildMu, and before
+	// environment.scrub.mu (the lock order is written at Session.mu).
+	mu sync.Mutex
+	// state is one of protocol.State*; it changes only through
+	// setStateLocked, along serverStates.
 	state string
 	conn  *mcpclient.Conn
 	// ending are connections lost on their own whose teardown may not be
@@ -80,9 +86,82 @@ type serverConn struct {
 	// listState.changes value of the last listing written or notification
 	// acted on, cacheWritten the time of that listing (zero after a
 	// removal).
+	// cacheMu is taken before environment.badCacheMu, Server.mu,
+	// logLimiter.mu and environment.scrub.mu (its failures are reported
+	// under it), never with mu.
 	cacheMu      sync.Mutex
 	cacheGen     uint64
 	cacheWritten time.Time
+}
+
+// serverStates is the state machine of a server in a session: for each
+// state (protocol.State*, as session/open and servers/status show it; ""
+// is a serverConn that session/open is still building), the states it may
+// go to. Every change of serverConn.state goes through setStateLocked,
+// which checks it against this table.
+//
+// A connection is only ever replaced by servers/reconnect, which marks the
+// server starting (prepareRound) a moment before it lets go of the old
+// connection: a loss of the old one in that moment (lost) makes the new
+// startup finish from disconnected or failed, and, in a session that
+// closed meanwhile, a round ended at once (prepareRound) may find its
+// server cancelled. Those are the rows marked "race".
+var serverStates = map[string][]string{
+	// session/open: an invalid or disabled configuration, a lazy server
+	// served from its disk entry; any other starts (prepareRound).
+	"": {protocol.StateInvalid, protocol.StateDisabled, protocol.StateDormant, protocol.StateStarting},
+	// Never started: servers/reconnect refuses them and nothing else
+	// starts them.
+	protocol.StateInvalid:  nil,
+	protocol.StateDisabled: nil,
+	// First use (startLater).
+	protocol.StateDormant: {protocol.StateStarting},
+	protocol.StateStarting: {
+		protocol.StateStarting,                                                          // servers/reconnect supersedes the startup
+		protocol.StateReady,                                                             // finishStart, once the session catalog holds its tools
+		protocol.StateFailed, protocol.StateNeedsAuthorization, protocol.StateCancelled, // finishStart; cancelled also Session.close
+		protocol.StateDisconnected, // lost: the new connection ended before ready (an early discovery saw it)
+	},
+	protocol.StateReady: {
+		protocol.StateStarting,                           // servers/reconnect
+		protocol.StateCancelled,                          // Session.close
+		protocol.StateDisconnected, protocol.StateFailed, // lost (failed after maxCrashes)
+	},
+	protocol.StateDisconnected: {
+		protocol.StateStarting, // the next use after the backoff (ready, startLater), servers/reconnect
+		// race: the startup servers/reconnect began finishes (finishStart),
+		// or its connection is lost.
+		protocol.StateReady, protocol.StateFailed, protocol.StateNeedsAuthorization, protocol.StateCancelled, protocol.StateDisconnected,
+	},
+	protocol.StateFailed: {
+		protocol.StateStarting, // servers/reconnect
+		// race: as from disconnected.
+		protocol.StateReady, protocol.StateFailed, protocol.StateNeedsAuthorization, protocol.StateCancelled, protocol.StateDisconnected,
+	},
+	// The next use asks again, once; the end of the flow (authorized);
+	// servers/reconnect.
+	protocol.StateNeedsAuthorization: {protocol.StateStarting},
+	protocol.StateCancelled: {
+		protocol.StateStarting,  // servers/reconnect
+		protocol.StateCancelled, // race: a round of a closed session, ended at once
+		// race: the old connection lost while that round ended.
+		protocol.StateDisconnected, protocol.StateFailed,
+	},
+}
+
+// setStateLocked moves sc to state to. A move the table does not have is
+// a bug: it is logged (and reported to tests) and made all the same, so
+// that the table never changes what the sidecar does. sc.mu must be held
+// (or sc not yet published).
+func (sc *serverConn) setStateLocked(to string) {
+	if !slices.Contains(serverStates[sc.state], to) {
+		srv := sc.sess.srv
+		srv.logger.Error("server state change not in serverStates", "session", sc.sess.id, "server", sc.name, "from", sc.state, "to", to)
+		if f := srv.hook().badTransition; f != nil {
+			f(sc.sess.id, sc.name, sc.state, to)
+		}
+	}
+	sc.state = to
 }
 
 // background runs a teardown of one of sc's processes that the session's
@@ -157,7 +236,7 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 		sc.ending = map[*mcpclient.Conn]bool{}
 	}
 	sc.ending[conn] = true
-	sc.state = protocol.StateDisconnected
+	state := protocol.StateDisconnected
 	if sc.catalogSrc == protocol.CatalogLive {
 		sc.catalogSrc = protocol.CatalogCached
 	}
@@ -177,9 +256,10 @@ func (sc *serverConn) lost(conn *mcpclient.Conn) {
 	}
 	sc.crashes++
 	if sc.crashes >= maxCrashes {
-		sc.state = protocol.StateFailed
+		state = protocol.StateFailed
 		msg = fmt.Sprintf("%s; it crashed %d times in a row, so it is not restarted again (servers/reconnect restarts it)", msg, sc.crashes)
 	}
+	sc.setStateLocked(state)
 	sc.lastErr = msg
 	sc.nextRestart = now.Add(sc.backoff)
 	sc.mu.Unlock()

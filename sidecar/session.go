@@ -30,14 +30,30 @@ type Session struct {
 	names   []string // the session's servers, sorted
 	servers map[string]*serverConn
 
+	// Lock order of the sidecar core, outer first (a lock is only ever
+	// taken while holding those listed before it, never the reverse):
+	//
+	//	Session.startMu   -> serverConn.mu, Session.mu (startLater, prepareRound)
+	//	Session.rebuildMu -> serverConn.mu, Session.mu (rebuildCatalog, searchIndex)
+	//	serverConn.cacheMu -> environment.badCacheMu, Server.mu, logLimiter.mu,
+	//	                      environment.scrub.mu (storeCacheAt, invalidateDisk: their reports)
+	//	serverConn.mu     -> environment.scrub.mu (secrets, under mu in lost and finishStart),
+	//	                     then, as redact.Secrets reads the values that change,
+	//	                     inputStore.mu, helperSecrets.mu and the OAuth store
+	//	sentCall.mu       -> callDeadlines.mu (sentCall.watch)
+	//	dynamicHeaders' mu -> helperSecrets.mu (one header helper run at a time)
+	//
+	// Session.mu and Server.mu are leaves: nothing else is locked while
+	// one of them is held. None of these locks is held while a connection
+	// is closed or a startup is waited for.
 	mu      sync.Mutex
 	round   int
 	closed  bool
 	catalog sessionCatalog
 
 	pending   int        // requests in flight, guarded by mu (admit; serverConn.pending is each server's part)
-	startMu   sync.Mutex // serialises startLater
-	rebuildMu sync.Mutex // serialises rebuildCatalog
+	startMu   sync.Mutex // serialises startLater; taken before serverConn.mu and mu
+	rebuildMu sync.Mutex // serialises rebuildCatalog; taken before serverConn.mu and mu
 	// qualified names the session's tools and remembers the names given,
 	// so that a name means one tool for the session's life (guarded by
 	// rebuildMu).
@@ -154,11 +170,11 @@ func (s *Server) sessionOpen(ctx context.Context, rq *request) (result, error) {
 		sess.servers[name] = sc
 		switch {
 		case !cfg.Valid():
-			sc.state = protocol.StateInvalid
+			sc.setStateLocked(protocol.StateInvalid)
 		case !cfg.IsEnabled():
-			sc.state = protocol.StateDisabled
+			sc.setStateLocked(protocol.StateDisabled)
 		case lazy && sess.loadDormant(sc):
-			sc.state = protocol.StateDormant
+			sc.setStateLocked(protocol.StateDormant)
 		default:
 			eager = append(eager, name)
 		}
@@ -379,7 +395,7 @@ func (sess *Session) close() {
 		conn := sc.conn
 		sc.conn = nil
 		if sc.state == protocol.StateReady || sc.state == protocol.StateStarting {
-			sc.state = protocol.StateCancelled
+			sc.setStateLocked(protocol.StateCancelled)
 		}
 		sc.mu.Unlock()
 		if conn != nil {
