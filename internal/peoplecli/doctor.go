@@ -598,13 +598,6 @@ func catalogBytes(tools []listedTool) int {
 	return n
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
