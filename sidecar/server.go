@@ -1,7 +1,3 @@
-// Package sidecar is the host side of mcp-sidecar: it owns the host's
-// JSON-RPC connection, dispatches its methods, keeps the sessions with their
-// MCP server connections and startup rounds, and orders the events the host
-// sees.
 package sidecar
 
 import (
