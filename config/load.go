@@ -27,8 +27,6 @@ type parsed struct {
 	servers  map[string]*ServerConfig
 	errs     Errors // file-level problems and every server's
 	warnings Errors
-	// fileLevel holds Codex's top-level OAuth keys, applied to each server.
-	fileLevel map[string]any
 	// untrusted are the servers the source's Trust does not approve
 	// (Source left empty): not decoded, not in servers.
 	untrusted []Untrusted

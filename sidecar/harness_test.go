@@ -143,6 +143,13 @@ func newOptionsHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger, e
 	// No test reaches the OS keychain: one that wants a keychain gives
 	// its own (edit).
 	opts := sidecar.Options{Env: env, Logger: logger, Keyring: noKeychain{}}
+	if hooks.BadTransition == nil {
+		// Every test checks that servers change state only along the
+		// state table.
+		hooks.BadTransition = func(session, server, from, to string) {
+			t.Errorf("session %s: server %q went from state %q to %q, which serverStates does not allow", session, server, from, to)
+		}
+	}
 	if edit != nil {
 		edit(&opts)
 	}

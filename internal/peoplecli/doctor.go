@@ -421,9 +421,3 @@ func catalogBytes(tools []listedTool) int {
 	return n
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
