@@ -329,8 +329,8 @@ func quote(b []byte) string {
 // both answer on their read loops could each wait for the other's reading
 // forever. What waits to be written is bounded by those who produce it:
 // past maxQueuedFrames or maxQueuedBytes the outbox is full (room), and
-// the read loop stops reading, and Notify and calls wait, until it is back
-// at half.
+// the peer's new requests wait to be handled (hold.go), and Notify and
+// calls wait, until it is back at half.
 type frameWriter struct {
 	w     io.Writer
 	bufs  sync.Pool // *bytes.Buffer
