@@ -57,11 +57,16 @@ func TestPeerBehindStillAnswered(t *testing.T) {
 		t.Fatalf("the call's frame: %s, %v", body, err)
 	}
 
-	// The peer writes requests until the Conn says it does not read.
+	// The peer writes requests until the Conn says it does not read. Each
+	// is 1 KiB, so that the Conn's read buffer (64 KiB) holds far fewer
+	// than the 256 requests that may wait: the peer is at most that far
+	// ahead of what the Conn has seen.
+	pad := strings.Repeat("q", 1<<10)
 	written := 0
 	for behind := false; !behind; {
 		written++
-		if _, err := io.WriteString(inW, frameOf(request(fmt.Sprint(written), "echo"))); err != nil {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"pad":%q}}`, written, pad)
+		if _, err := io.WriteString(inW, frameOf(body)); err != nil {
 			t.Fatal(err)
 		}
 		select {
