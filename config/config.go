@@ -128,6 +128,14 @@ type ServerConfig struct {
 	Template     *ServerConfig     `json:"-" toml:"-"`
 	InputDigests map[string]string `json:"-" toml:"-"`
 
+	// Expanded are the values that references to the environment (${VAR},
+	// ${env:VAR}) put anywhere into the definition (its URL, path
+	// included, headers, args, ...), but those of the variables every
+	// child inherits (AllowedEnv): the file does not say which are
+	// secrets, so all are taken for secrets and scrubbed from what the
+	// server writes (internal/redact.ServerValues).
+	Expanded []string `json:"-" toml:"-"`
+
 	// Problems are the errors of an invalid definition: such a server is
 	// never started, and the host sees it in state "invalid" with them.
 	// The other fields hold what could be read.

@@ -113,6 +113,7 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 	sd.keys = make(map[string]string)
 	if sd.x != nil {
 		sd.x.used = nil // the inputs of this server
+		sd.x.values = nil
 	}
 	for _, key := range sortedKeys(obj) {
 		v := obj[key]
@@ -126,6 +127,7 @@ func decodeServer(sd *serverDecoder, raw any) (*ServerConfig, Errors) {
 		for _, id := range sortedKeys(sd.x.used) {
 			sd.c.Inputs = append(sd.c.Inputs, sd.x.inputs[id])
 		}
+		sd.c.Expanded = sd.x.values
 	}
 	sd.errs = append(sd.errs, validate(sd.c, sd.keys)...)
 	sd.c.Problems = sd.errs

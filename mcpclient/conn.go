@@ -110,6 +110,9 @@ type Options struct {
 	Logger            *slog.Logger // nil: discard
 	// StderrBytes is the size of the stderr tail kept (default 64 KiB).
 	StderrBytes int
+	// Secrets are replaced in the server's stderr as it is read, before
+	// its lines reach the tail, Handlers.StderrLine or Logger (nil: none).
+	Secrets *redact.Secrets
 	// MaxLineBytes bounds one message from the server: a stdout line, an
 	// HTTP body or SSE event (default 64 MiB).
 	MaxLineBytes int
