@@ -174,3 +174,43 @@ func TestInputRequestsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownResultType: a modern server's result whose resultType this
+// client does not know (nor a string) fails its request with
+// ErrMalformedResult, naming the server and the value, whatever the
+// request and however it was sent; it is not taken for a complete result,
+// and the connection goes on.
+func TestUnknownResultType(t *testing.T) {
+	for _, tc := range []struct {
+		name, resultType, want string
+	}{
+		{"a word of a later revision", `"deferred"`, `resultType "deferred"`},
+		{"not a string", `7`, `resultType 7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"resultType":` + tc.resultType + `}`)
+			c := connect(t, Options{Config: fixture.Config("fx", rawModern("", map[string]json.RawMessage{
+				"tools/call":     result,
+				"resources/read": result,
+				"prompts/list":   result,
+			}))})
+			ctx := testCtx(t)
+			_, callErr := c.CallTool(ctx, "echo", nil, nil)
+			ch := make(answerChan, 1)
+			if _, err := c.StartToolCall("echo", nil, nil, nil, ch); err != nil {
+				t.Fatal(err)
+			}
+			started := <-ch
+			_, readErr := c.ReadResource(ctx, "file:///x")
+			_, listErr := c.ListPromptsPage(ctx, "")
+			for i, err := range []error{callErr, started.err, readErr, listErr} {
+				if !errors.Is(err, ErrMalformedResult) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `server "fx"`) {
+					t.Errorf("request %d: %v, want ErrMalformedResult naming the server and %s", i, err, tc.want)
+				}
+			}
+			if _, err := c.ListToolsPage(ctx, ""); err != nil {
+				t.Errorf("the connection after the refusals: %v", err)
+			}
+		})
+	}
+}

@@ -362,13 +362,19 @@ func (w *wire) deliver(id int64, result, errv json.RawMessage, respErr error) {
 	w.mu.Lock()
 	e, ok := w.pending[id]
 	delete(w.pending, id)
+	modern := w.c.era == EraModern // set before the request was registered
 	w.mu.Unlock()
 	if !ok {
 		return // a late answer to a request given up, or not ours
 	}
-	if e.started != nil && errv == nil && respErr == nil {
-		if kind := resultType(result); kind != "" && kind != resultComplete {
-			w.startRounds(id, e, kind, result)
+	if modern && errv == nil && respErr == nil {
+		kind, err := w.c.resultKind(e.method, result)
+		if err != nil {
+			e.done.CallEnded(nil, err)
+			return
+		}
+		if kind == resultInputRequired && e.started != nil {
+			w.startRounds(id, e, result)
 			return
 		}
 	}
