@@ -380,13 +380,14 @@ func (c *Conn) processGone() bool {
 }
 
 // respawn replaces the server process with a new one: the first exited,
-// or is in no state to be talked to, after the probe.
-func (c *Conn) respawn() error {
+// or is in no state to be talked to, after the request died of (the
+// probe, or a legacy-hinted initialize), and the next goes to the new one.
+func (c *Conn) respawn(died, next string) error {
 	old, oldLC, oldEnded := c.proc, c.lc, c.readEnded
 	oldLC.Close()
 	old.stop(0, c.opts.TermGrace)
 	<-oldEnded
-	c.opts.Logger.Info("server exited on the server/discover probe: started again for initialize", "server", c.name)
+	c.opts.Logger.Info("server exited on "+died+": started again for "+next, "server", c.name)
 	return c.spawn()
 }
 
@@ -458,6 +459,7 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", c.name)
 	var se *ServerError
+	var rp *reprobeError
 	switch {
 	case status != "":
 		fmt.Fprintf(&b, "exited during startup (%s)", status)
@@ -465,6 +467,8 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 		fmt.Fprintf(&b, "initialize failed: %v", fatal)
 	case timedOut:
 		b.WriteString("did not answer initialize in time")
+	case errors.As(err, &rp):
+		b.WriteString(strings.TrimPrefix(rp.Error(), fmt.Sprintf("server %q: ", c.name)))
 	case errors.As(err, &se):
 		fmt.Fprintf(&b, "%s failed: %s (code %d)", se.Method, se.Message, se.Code)
 	default:

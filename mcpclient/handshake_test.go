@@ -82,6 +82,9 @@ func TestNegotiation(t *testing.T) {
 				Errors:  map[string]json.RawMessage{"initialize": json.RawMessage(`{"code":-32601,"message":"\"initialize\" is not supported in the new protocol"}`)},
 			},
 			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
+		{name: "legacy hint, the server dies of initialize: probed again on a new process", hint: EraLegacy,
+			raw:  fixture.RawSpec{Results: map[string]json.RawMessage{"server/discover": json.RawMessage(modernDiscover)}, ExitOn: "initialize"},
+			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
 		{name: "probe unanswered: initialize on the same process", wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
 			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 	} {
@@ -174,5 +177,26 @@ func TestModernMetaIsTheConnections(t *testing.T) {
 		if strings.Contains(line, not) {
 			t.Errorf("tools/call line carries the caller's %s:\n%s", not, line)
 		}
+	}
+}
+
+// TestStaleLegacyHintBothFail: a legacy-hinted server that dies of
+// initialize and, started again, refuses server/discover fails its startup
+// with an error that says both.
+func TestStaleLegacyHintBothFail(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	spec := fixture.Spec{RawLogFile: rawLog, Raw: &fixture.RawSpec{ExitOn: "initialize"}}
+	c, err := Connect(testCtx(t), Options{Name: "fx", Config: fixture.Config("fx", spec), Era: EraLegacy})
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect succeeded")
+	}
+	for _, want := range []string{`server "fx": initialize failed: `, "exit status 4", "server/discover, tried in case the server changed protocol, failed too"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"initialize 2025-11-25", "server/discover 2026-07-28"}, handshakes(t, rawLog)); diff != "" {
+		t.Errorf("handshakes the server read (-want +got):\n%s", diff)
 	}
 }
