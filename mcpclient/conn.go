@@ -99,9 +99,10 @@ type Options struct {
 	// servers only.
 	Extensions map[string]json.RawMessage
 	// Era is what the sidecar learnt of the server before (Conn.Era of an
-	// earlier connection), or EraUnknown. EraLegacy skips the modern probe;
-	// EraModern skips the fallback wait. A hint that turns out wrong is
-	// probed again once. protocol_version, when set, decides instead.
+	// earlier connection), or EraUnknown. EraLegacy skips the modern probe
+	// (a hint that turns out wrong is probed again once); EraModern probes
+	// as EraUnknown does, within the probe's bound. protocol_version, when
+	// set, decides instead.
 	Era Era
 	// MaxServerRequests bounds the server's requests waiting on the host
 	// at once (default DefaultMaxServerRequests).

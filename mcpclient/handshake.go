@@ -31,9 +31,9 @@ import (
 //     stdio server that exited on the probe (some do) is started again
 //     and goes straight to initialize; over HTTP the fallback takes a
 //     fresh go-sdk connection.
-//   - Options.Era, what an earlier connection learnt, skips the probe
-//     (legacy) or its wait (modern); a hint that proves wrong is probed
-//     again, once.
+//   - Options.Era, what an earlier connection learnt: legacy skips the
+//     probe, and a hint that proves wrong is probed again, once; modern
+//     changes nothing (the probe keeps its bound).
 func (c *Conn) handshake(ctx context.Context) error {
 	switch v := c.opts.Config.ProtocolVersion; {
 	case v >= ModernProtocolVersion:
@@ -49,7 +49,10 @@ func (c *Conn) handshake(ctx context.Context) error {
 		c.opts.Logger.Info("server no longer takes initialize: probing it again", "server", c.name, peerlog.Err("err", err))
 		return c.reprobe(ctx, err)
 	}
-	err := c.discover(ctx, ModernProtocolVersion, c.opts.Era != EraModern)
+	// A modern hint does not lift the probe's bound: a server that went
+	// back to a legacy version and ignores server/discover would hold the
+	// whole startup.
+	err := c.discover(ctx, ModernProtocolVersion, true)
 	var legacy *legacyServer
 	if !errors.As(err, &legacy) {
 		return err
@@ -270,7 +273,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		if err == nil {
 			err = c.discovered(version, raw, pinned)
 			var legacy *legacyServer
-			if errors.As(err, &legacy) && legacy.version == "" && !(probe || c.opts.Era == EraModern && !pinned) {
+			if errors.As(err, &legacy) && legacy.version == "" && !probe {
 				return fmt.Errorf("server %q: %w", c.name, legacy.why)
 			}
 			return err
@@ -299,7 +302,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 			return err
 		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused():
 			return err // no other request would fare better
-		case probe || c.opts.Era == EraModern && !pinned:
+		case probe:
 			return &legacyServer{why: err}
 		}
 		return err

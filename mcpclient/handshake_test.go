@@ -85,6 +85,8 @@ func TestNegotiation(t *testing.T) {
 		{name: "legacy hint, the server dies of initialize: probed again on a new process", hint: EraLegacy,
 			raw:  fixture.RawSpec{Results: map[string]json.RawMessage{"server/discover": json.RawMessage(modernDiscover)}, ExitOn: "initialize"},
 			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
+		{name: "modern hint, probe unanswered: the probe's bound holds", hint: EraModern, wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
+			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 		{name: "probe unanswered: initialize on the same process", wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
 			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 	} {
