@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // The requests of a connection are encoded here from the caller's bytes:
@@ -15,9 +14,21 @@ import (
 // a stdio line), never decoded into Go values and encoded again.
 
 // protocolMetaPrefix starts the _meta keys the protocol reserves for
-// itself (io.modelcontextprotocol/protocolVersion and the others): on a
-// modern connection they are the connection's, never the caller's.
+// itself (io.modelcontextprotocol/protocolVersion and the others).
 const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// connectionMetaKey reports whether k is a _meta key a modern connection
+// sets on every request itself (modernMeta): the caller's value of such a
+// key is not sent, as the connection's is. Other keys of the protocol's
+// space (a related task, an extension's) are the caller's to send.
+func connectionMetaKey(k string) bool {
+	switch k {
+	case protocolMetaPrefix + "protocolVersion", protocolMetaPrefix + "clientInfo",
+		protocolMetaPrefix + "clientCapabilities", protocolMetaPrefix + "logLevel":
+		return true
+	}
+	return false
+}
 
 // encodeToolCall builds the tools/call request line of the request id:
 // one part for a small request, three (head, the arguments in place,
@@ -106,13 +117,13 @@ const rawWriteInPlace = 64 << 10
 // appendMeta appends the _meta object of a request: the connection's own
 // members proto (modern connections), then the caller's meta, keys sorted,
 // with json.RawMessage values compacted and otherwise as they are, other
-// values encoded without HTML escaping. A caller's key in the protocol's
-// reserved space is not sent on a modern connection: those are the
-// connection's.
+// values encoded without HTML escaping. A caller's key that the
+// connection sets itself (connectionMetaKey) is not sent on a modern
+// connection.
 func appendMeta(dst []byte, meta map[string]any, proto []byte) ([]byte, error) {
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
-		if len(proto) > 0 && strings.HasPrefix(k, protocolMetaPrefix) {
+		if len(proto) > 0 && connectionMetaKey(k) {
 			continue
 		}
 		keys = append(keys, k)

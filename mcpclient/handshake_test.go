@@ -145,14 +145,16 @@ func TestProbeKillsServer(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestModernMetaIsTheConnections: the caller's _meta goes to a modern
-// server beside the protocol's own keys, byte for byte, but cannot
-// replace them.
+// server beside the connection's own keys, byte for byte, but cannot
+// replace them; its other keys of the protocol's space pass.
 func TestModernMetaIsTheConnections(t *testing.T) {
 	rawLog := filepath.Join(t.TempDir(), "raw.log")
 	c := connect(t, Options{Config: fixture.Config("fx", rawModern(rawLog, nil))})
 	_, err := c.CallTool(testCtx(t), "echo", json.RawMessage(`{}`), map[string]any{
 		"io.modelcontextprotocol/protocolVersion": "1999-01-01",
 		"io.modelcontextprotocol/clientInfo":      json.RawMessage(`{"name":"evil"}`),
+		"io.modelcontextprotocol/logLevel":        "emergency",
+		"io.modelcontextprotocol/related-task":    json.RawMessage(`{"taskId":"t1"}`),
 		"codex/sandbox-state":                     json.RawMessage(`{"b":1,"a":12345678901234567890}`),
 	})
 	if err != nil {
@@ -170,12 +172,15 @@ func TestModernMetaIsTheConnections(t *testing.T) {
 		`"io.modelcontextprotocol/clientCapabilities":{}`,
 		`"io.modelcontextprotocol/logLevel":"debug"`,
 		`"codex/sandbox-state":{"b":1,"a":12345678901234567890}`,
+		// The protocol's space holds the caller's keys too: only those
+		// the connection sets are its own.
+		`"io.modelcontextprotocol/related-task":{"taskId":"t1"}`,
 	} {
 		if !strings.Contains(line, want) {
 			t.Errorf("tools/call line lacks %s:\n%s", want, line)
 		}
 	}
-	for _, not := range []string{"1999-01-01", "evil"} {
+	for _, not := range []string{"1999-01-01", "evil", "emergency"} {
 		if strings.Contains(line, not) {
 			t.Errorf("tools/call line carries the caller's %s:\n%s", not, line)
 		}
