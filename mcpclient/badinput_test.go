@@ -214,3 +214,25 @@ func TestUnknownResultType(t *testing.T) {
 		})
 	}
 }
+
+// TestListenRefusalDoesNotStick: a modern server that refuses
+// subscriptions/listen fails that Subscribe; a later Subscribe of the same
+// resource asks the server again rather than repeat the old refusal.
+func TestListenRefusalDoesNotStick(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	spec := rawModern(rawLog, map[string]json.RawMessage{
+		"server/discover": json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"resources":{"subscribe":true}},"serverInfo":{"name":"raw","version":"1"}}`),
+	})
+	spec.Raw.Errors = map[string]json.RawMessage{"subscriptions/listen": json.RawMessage(`{"code":-32603,"message":"listening is down"}`)}
+	c := connect(t, Options{Config: fixture.Config("fx", spec)})
+	for i := range 2 {
+		err := c.Subscribe(testCtx(t), "file:///watched")
+		var se *ServerError
+		if !errors.As(err, &se) || se.Code != -32603 {
+			t.Errorf("Subscribe %d: %v, want the server's refusal", i, err)
+		}
+	}
+	if n := calls(rawLog, "subscriptions/listen"); n != 2 {
+		t.Errorf("the server read %d subscriptions/listen, want one per Subscribe (2)", n)
+	}
+}

@@ -353,11 +353,19 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 			Message: "the server offers no resource subscriptions (its capabilities have no resources.subscribe)"}
 	}
 	l.mu.Lock()
-	if l.uris[uri] && l.cur != nil {
-		s := l.cur
+	if s := l.cur; l.uris[uri] && s != nil && !s.over() {
+		// Asked for by the stream in use: its acknowledgment says whether
+		// the server agreed. A stream that ended (the server refused it)
+		// or that did not agree is asked for again below.
 		l.mu.Unlock()
-		_, err := s.waitAck(ctx)
-		return err
+		agreed, err := s.waitAck(ctx)
+		if err == nil && slices.Contains(agreed, uri) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, ctx.Err())
+		}
+		l.mu.Lock()
 	}
 	l.uris[uri] = true
 	l.mu.Unlock()
@@ -367,13 +375,29 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 	}
 	agreed, err := s.waitAck(ctx)
 	if err != nil {
-		return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, err)
-	}
-	if !slices.Contains(agreed, uri) {
-		return &ServerError{Server: c.name, Method: "subscriptions/listen", Code: -32602,
+		err = fmt.Errorf("server %q: subscriptions/listen: %w", c.name, err)
+	} else if !slices.Contains(agreed, uri) {
+		err = &ServerError{Server: c.name, Method: "subscriptions/listen", Code: -32602,
 			Message: fmt.Sprintf("the server did not agree to send updates of %q", uri)}
 	}
-	return nil
+	if err != nil {
+		// Not subscribed: the resource is not asked for by the streams
+		// that replace this one, and a later Subscribe asks again.
+		l.mu.Lock()
+		delete(l.uris, uri)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// over reports whether the stream's request ended.
+func (s *stream) over() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // unsubscribe drops uri from the stream.
