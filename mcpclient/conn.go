@@ -160,6 +160,9 @@ type Options struct {
 	// probeWait bounds the wait for the answer to a stdio server's
 	// server/discover probe; 0: defaultProbeWait (tests).
 	probeWait time.Duration
+	// getDelay is the first pause before a legacy HTTP session's GET
+	// stream is opened again; 0: getFirstDelay (tests).
+	getDelay time.Duration
 }
 
 // Handlers receive what the server sends on its own. All are optional.
