@@ -47,13 +47,17 @@ var ErrTooManyRounds = errors.New("too many rounds of input requests")
 // resultType is the top-level resultType of a result ("" when it has
 // none, which means complete), or the member's JSON text when it is not
 // one of the values this client knows. The cheap test first: most results
-// do not name it at all, and a large result is not scanned member by
-// member.
+// do not name it at all. Then the members are read from both ends in
+// turn, from the end nearer to where the name first appears: go-sdk
+// writes resultType first in most results and last (or next to last) in a
+// CallToolResult, whose content before it may be large.
 func resultType(result []byte) string {
-	if !bytes.Contains(result, []byte(`"resultType"`)) {
+	at := bytes.Index(result, []byte(`"resultType"`))
+	if at < 0 {
 		return ""
 	}
-	v := topMember(result, "resultType")
+	// Where its name first appears says from which end to read.
+	v := outerMember(result, "resultType", at > len(result)/2)
 	switch string(v) { // no allocation: compared, not converted
 	case "":
 		return ""
