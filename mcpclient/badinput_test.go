@@ -236,3 +236,43 @@ func TestListenRefusalDoesNotStick(t *testing.T) {
 		t.Errorf("the server read %d subscriptions/listen, want one per Subscribe (2)", n)
 	}
 }
+
+// TestModernServerRequestRefused: a 2026-07-28 server has no requests of
+// its own (input goes in an input_required result): one it sends anyway
+// is answered -32601, and the host is not asked.
+func TestModernServerRequestRefused(t *testing.T) {
+	spec := rawModern("", nil)
+	spec.Raw.AskOnCall = json.RawMessage(`{"jsonrpc":"2.0","method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}}}}`)
+	asked := make(chan struct{}, 1)
+	c := connect(t, Options{
+		Config:      fixture.Config("fx", spec),
+		Elicitation: true,
+		Handlers: Handlers{Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			asked <- struct{}{}
+			return json.RawMessage(`{"action":"decline"}`), nil
+		}},
+	})
+	res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw server answers the call with the client's answer to its
+	// request.
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 {
+		t.Fatalf("result %s", res)
+	}
+	var answer struct {
+		Error *struct{ Code int } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.Content[0].Text), &answer); err != nil || answer.Error == nil || answer.Error.Code != -32601 {
+		t.Errorf("the server's request was answered %s, want -32601", r.Content[0].Text)
+	}
+	select {
+	case <-asked:
+		t.Error("the host was asked")
+	default:
+	}
+}

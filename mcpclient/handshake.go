@@ -104,7 +104,7 @@ func (c *Conn) startupCall(ctx context.Context, method string, params json.RawMe
 // initialize runs the legacy handshake: initialize with version, then
 // notifications/initialized.
 func (c *Conn) initialize(ctx context.Context, version string) error {
-	c.era = EraLegacy
+	c.setEra(EraLegacy)
 	c.meta = nil
 	c.capsRaw = c.capabilities(version, false)
 	params, err := marshalNoEscape(struct {
@@ -345,7 +345,7 @@ func (c *Conn) probeWait(ctx context.Context) time.Duration {
 // useModern makes the connection a modern one of version: every request
 // carries version, the client's identity and capabilities in _meta.
 func (c *Conn) useModern(version string) {
-	c.era = EraModern
+	c.setEra(EraModern)
 	c.protocol = version
 	c.capsRaw = c.capabilities(version, false)
 	c.meta = c.modernMeta(version, c.capsRaw)

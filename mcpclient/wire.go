@@ -105,6 +105,22 @@ func (w *wire) publish(t target) {
 	w.conn, w.gen = t.conn, t.gen
 }
 
+// era is the connection's era, read where the read loop may run during
+// the handshake (which sets it under w.mu: setEra).
+func (w *wire) era() Era {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c.era
+}
+
+// setEra sets the connection's era (the handshake) under w.mu, for the
+// read loop to read it there.
+func (c *Conn) setEra(era Era) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.era = era
+}
+
 // current is the current underlying connection and its generation.
 func (w *wire) current() (mcp.Connection, uint32) {
 	w.mu.Lock()
