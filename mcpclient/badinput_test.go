@@ -225,11 +225,18 @@ func TestListenRefusalDoesNotStick(t *testing.T) {
 	})
 	spec.Raw.Errors = map[string]json.RawMessage{"subscriptions/listen": json.RawMessage(`{"code":-32603,"message":"listening is down"}`)}
 	c := connect(t, Options{Config: fixture.Config("fx", spec)})
+	if err := c.ListenRefused(); err != nil {
+		t.Errorf("ListenRefused() = %v before any stream", err)
+	}
 	for i := range 2 {
 		err := c.Subscribe(testCtx(t), "file:///watched")
 		var se *ServerError
 		if !errors.As(err, &se) || se.Code != -32603 {
 			t.Errorf("Subscribe %d: %v, want the server's refusal", i, err)
+		}
+		// Reported for servers/status.
+		if !errors.As(c.ListenRefused(), &se) || se.Code != -32603 {
+			t.Errorf("ListenRefused() = %v after Subscribe %d, want the server's refusal", c.ListenRefused(), i)
 		}
 	}
 	if n := calls(rawLog, "subscriptions/listen"); n != 2 {

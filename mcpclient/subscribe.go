@@ -33,6 +33,21 @@ func (c *Conn) Subscribe(ctx context.Context, uri string) error {
 	return err
 }
 
+// ListenRefused is a modern server's refusal of the connection's
+// subscriptions/listen stream (a *ServerError): list_changed
+// notifications and resource updates do not come from it until a stream
+// is accepted (Subscribe asks again). Nil when the stream works, is not
+// needed, or the server is legacy.
+func (c *Conn) ListenRefused() error {
+	l := c.subs.Load()
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
+}
+
 // Unsubscribe ends the subscription to uri.
 func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
 	if c.era == EraModern {
@@ -68,6 +83,9 @@ type listener struct {
 	cur    *stream // the stream in use; nil when there is nothing to ask for
 	closed bool
 	delay  time.Duration // before the next reopening
+	// refused is the server's refusal of the last stream (a JSON-RPC
+	// error), until a stream is acknowledged.
+	refused error
 }
 
 // stream is one subscriptions/listen request.
@@ -203,13 +221,18 @@ func (s *stream) CallEnded(_ json.RawMessage, err error) {
 		close(s.ended)
 	}
 	current := l.cur == s && !l.closed
+	var se *ServerError
+	refused := current && s.ctx.Err() == nil && errors.As(err, &se)
+	if refused {
+		l.refused = err
+	}
 	l.mu.Unlock()
 	if !current || s.ctx.Err() != nil {
 		return
 	}
-	var se *ServerError
-	if errors.As(err, &se) {
-		// The server refuses to listen: asking again would not change it.
+	if refused {
+		// The server refuses to listen: asking again at once would not
+		// change it (a later Subscribe asks again).
 		l.c.opts.Logger.Warn("the server refused subscriptions/listen: no list_changed or resource updates from it", "server", l.c.name, peerlog.Err("err", err))
 		return
 	}
@@ -329,6 +352,7 @@ func (l *listener) acknowledged(params json.RawMessage) {
 	}
 	s.agreed = p.Notifications.ResourceSubscriptions
 	l.delay = listenFirstDelay // it works: the next break starts the pause over
+	l.refused = nil
 	close(s.acked)
 }
 
