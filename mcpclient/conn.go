@@ -99,9 +99,10 @@ type Options struct {
 	// servers only.
 	Extensions map[string]json.RawMessage
 	// Era is what the sidecar learnt of the server before (Conn.Era of an
-	// earlier connection), or EraUnknown. EraLegacy skips the modern probe;
-	// EraModern skips the fallback wait. A hint that turns out wrong is
-	// probed again once. protocol_version, when set, decides instead.
+	// earlier connection), or EraUnknown. EraLegacy skips the modern probe
+	// (a hint that turns out wrong is probed again once); EraModern probes
+	// as EraUnknown does, within the probe's bound. protocol_version, when
+	// set, decides instead.
 	Era Era
 	// MaxServerRequests bounds the server's requests waiting on the host
 	// at once (default DefaultMaxServerRequests).
@@ -162,6 +163,9 @@ type Options struct {
 	// probeWait bounds the wait for the answer to a stdio server's
 	// server/discover probe; 0: defaultProbeWait (tests).
 	probeWait time.Duration
+	// getDelay is the first pause before a legacy HTTP session's GET
+	// stream is opened again; 0: getFirstDelay (tests).
+	getDelay time.Duration
 }
 
 // Handlers receive what the server sends on its own. All are optional.
@@ -383,13 +387,14 @@ func (c *Conn) processGone() bool {
 }
 
 // respawn replaces the server process with a new one: the first exited,
-// or is in no state to be talked to, after the probe.
-func (c *Conn) respawn() error {
+// or is in no state to be talked to, after the request died of (the
+// probe, or a legacy-hinted initialize), and the next goes to the new one.
+func (c *Conn) respawn(died, next string) error {
 	old, oldLC, oldEnded := c.proc, c.lc, c.readEnded
 	oldLC.Close()
 	old.stop(0, c.opts.TermGrace)
 	<-oldEnded
-	c.opts.Logger.Info("server exited on the server/discover probe: started again for initialize", "server", c.name)
+	c.opts.Logger.Info("server exited on "+died+": started again for "+next, "server", c.name)
 	return c.spawn()
 }
 
@@ -461,6 +466,7 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", c.name)
 	var se *ServerError
+	var rp *reprobeError
 	switch {
 	case status != "":
 		fmt.Fprintf(&b, "exited during startup (%s)", status)
@@ -468,6 +474,8 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 		fmt.Fprintf(&b, "initialize failed: %v", fatal)
 	case timedOut:
 		b.WriteString("did not answer initialize in time")
+	case errors.As(err, &rp):
+		b.WriteString(strings.TrimPrefix(rp.Error(), fmt.Sprintf("server %q: ", c.name)))
 	case errors.As(err, &se):
 		fmt.Fprintf(&b, "%s failed: %s (code %d)", se.Method, se.Message, se.Code)
 	default:
