@@ -94,23 +94,6 @@ func TestRawCallErrors(t *testing.T) {
 	}
 }
 
-func TestHasLayout(t *testing.T) {
-	for in, want := range map[string]bool{
-		`{"a":1}`:            false,
-		`{"a b":"c d\n"}`:    false, // escapes and spaces in strings are content
-		`{"a":"\"", "b":1}`:  true,
-		"{\"a\":\n1}":        true,
-		`[1,2]`:              false,
-		` 1`:                 true,
-		`"x\\"`:              false,
-		"{\"s\":\"\\\\\"\t}": true,
-	} {
-		if got := hasLayout([]byte(in)); got != want {
-			t.Errorf("hasLayout(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestResponseMembers(t *testing.T) {
 	tests := []struct {
 		line             string
@@ -124,6 +107,11 @@ func TestResponseMembers(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":"r4","error":null}`, "", "", "", false},
 		{`[{"jsonrpc":"2.0","id":"r5","result":1}]`, "", "", "", false},
+		// Names are compared unescaped, and the last of a name counts,
+		// as encoding/json (and go-sdk's decoder) has them.
+		{`{"jsonrpc":"2.0","\u0069d":8,"result":{}}`, `8`, `{}`, "", true},
+		{`{"jsonrpc":"2.0","id":9,"result":1,"\u0072esult":2}`, `9`, `2`, "", true},
+		{`{"jsonrpc":"2.0","id":10,"m\u0065thod":"x"}`, "", "", "", false},
 	}
 	for _, tt := range tests {
 		id, result, errv, ok := responseMembers([]byte(tt.line))

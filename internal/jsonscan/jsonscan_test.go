@@ -205,3 +205,20 @@ func TestNoAllocation(t *testing.T) {
 		t.Errorf("%v allocations, want 0", n)
 	}
 }
+
+func TestHasLayout(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":1}`:            false,
+		`{"a b":"c d\n"}`:    false, // escapes and spaces in strings are content
+		`{"a":"\"", "b":1}`:  true,
+		"{\"a\":\n1}":        true,
+		`[1,2]`:              false,
+		` 1`:                 true,
+		`"x\\"`:              false,
+		"{\"s\":\"\\\\\"\t}": true,
+	} {
+		if got := HasLayout([]byte(in)); got != want {
+			t.Errorf("HasLayout(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
