@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The benchmarks: one per measurement of the README's Benchmarks table
+// The benchmarks: one per measurement of bench/README.md's table of the last full run
 // (numbered as there), each with the sidecar path and its baseline as
 // sub-benchmarks of the same run. They are short enough for CI to run once
 // each:

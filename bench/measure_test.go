@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// The seven measurements of the README's Benchmarks table. Each has a
+// The seven measurements of bench/README.md's table of the last full run. Each has a
 // setup and a round (one repetition) used by both the benchmarks (one
 // round per b.N iteration) and TestReport (many rounds, medians).
 

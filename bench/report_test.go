@@ -13,7 +13,7 @@ import (
 )
 
 // reportEnv turns TestReport on; its value scales the repetitions ("1" is
-// the README's run; "0.2" a quick look).
+// bench/README.md's run; "0.2" a quick look).
 const reportEnv = "MCP_SIDECAR_BENCH_REPORT"
 
 // sectionsEnv limits TestReport to some measurements ("1,7": the call
@@ -22,9 +22,9 @@ const sectionsEnv = "MCP_SIDECAR_BENCH_SECTIONS"
 
 type printer func(format string, args ...any)
 
-// TestReport runs the seven measurements of the README's Benchmarks
+// TestReport runs the seven measurements of bench/README.md's
 // table with enough repetitions for medians and p99, and prints a
-// Markdown section for the README (also written to the file named by
+// Markdown section for bench/README.md (also written to the file named by
 // MCP_SIDECAR_BENCH_REPORT_OUT):
 //
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/
