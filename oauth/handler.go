@@ -163,6 +163,9 @@ func bearer(c *Credentials) *oauth2.Token {
 type challenge struct {
 	status int
 	header http.Header
+	// issuer is the authorization server the resource's metadata named
+	// when the challenge came ("" when unknown).
+	issuer string
 }
 
 // Authorize answers a 401 or 403 of the handler's server: by a token
@@ -189,6 +192,14 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if c != nil && c.AccessToken != "" && c.AccessToken != sent && !h.m.expiring(c) {
 		return nil // a newer token exists (another connection's flow, or a login)
 	}
+	// Which authorization server the resource names now, before any
+	// refresh: credentials another one issued are not sent anywhere
+	// (SEP-2352; issuer.go).
+	issuer := h.m.authorizationServer(ctx, h.srv, resp.Header)
+	if c != nil && !h.m.boundTo(ctx, h.srv, c, issuer) {
+		h.m.forgetMoved(h.srv, c, issuer)
+		c = nil
+	}
 	if resp.StatusCode == http.StatusUnauthorized && c != nil && c.RefreshToken != "" {
 		_, err := h.m.refresh(ctx, h.srv, sent)
 		if err == nil {
@@ -199,7 +210,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		h.m.opts.Logger.Info("refresh token rejected: authorizing again", "server", h.srv.Name)
 	}
-	if err := h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone()}); err != nil {
+	if err := h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone(), issuer: issuer}); err != nil {
 		return err
 	}
 	if resp.StatusCode == http.StatusForbidden {

@@ -130,7 +130,7 @@ func TestKeyringEntryRoundTrip(t *testing.T) {
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	srv := Server{Name: "gh", URL: "https://api.example.com/mcp", Resource: "https://api.example.com/", Scopes: []string{"repo"}}
 	c := &Credentials{Server: "gh", URL: srv.URL, Resource: srv.Resource, Scopes: []string{"repo"}, ClientID: "cid", ClientSecret: "cs",
-		TokenURL: "https://as.example.com/token", AuthStyle: 1, AccessToken: "at", TokenType: "Bearer", RefreshToken: "rt",
+		Issuer: "https://as.example.com", TokenURL: "https://as.example.com/token", AuthStyle: 1, AccessToken: "at", TokenType: "Bearer", RefreshToken: "rt",
 		Expiry: now.Add(time.Hour), GrantedScopes: []string{"read", "repo"}, ObtainedAt: now}
 	secret, err := encodeKeyring(srv, c, now)
 	if err != nil {

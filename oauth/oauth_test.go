@@ -48,6 +48,8 @@ type env struct {
 	store  *Store
 	m      *Manager
 	srv    Server
+	// session is the session of connectMigrating.
+	session *mcp.ClientSession
 
 	authorized atomic.Int32
 	// authorizedCh receives a key per completed flow.

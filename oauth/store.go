@@ -48,6 +48,9 @@ type Credentials struct {
 	Resource string   `json:"resource,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
 
+	// Issuer is the authorization server that issued them (its issuer
+	// identifier): they are used with it alone (issuer.go).
+	Issuer   string `json:"issuer,omitempty"`
 	ClientID string `json:"clientId"`
 	// ClientSecret is a secret the authorization server issued at dynamic
 	// registration. A configured client's secret is never stored: it is
