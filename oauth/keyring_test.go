@@ -247,7 +247,7 @@ func TestKeyringUnavailable(t *testing.T) {
 			t.Error("the user was sent to the browser for a token that cannot be kept")
 		}
 		// The token source asks nothing of a server that needs no token.
-		tok, err := tokenSource{h: e.m.Handler(e.srv, HandlerOptions{}), ctx: t.Context()}.Token()
+		tok, err := tokenSource{h: e.m.Handler(e.srv, HandlerOptions{})}.Token()
 		if tok != nil || err != nil {
 			t.Errorf("token source = %v, %v; want none and no error", tok, err)
 		}
