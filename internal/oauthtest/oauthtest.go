@@ -430,8 +430,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	as     *AuthServer // the authorization server its metadata names
-	tokens []string // tokens of accepted requests, in order
-	denied int      // requests answered 401 or 403
+	tokens []string    // tokens of accepted requests, in order
+	denied int         // requests answered 401 or 403
 	ms     *mcp.Server
 	mcp    http.Handler
 }
