@@ -42,12 +42,12 @@ type ServerConfig struct {
 // any named in ToolScopes (each echoes too).
 type Server struct {
 	srv *httptest.Server
-	as  *AuthServer
 	cfg ServerConfig
 
 	mu     sync.Mutex
-	tokens []string // tokens of accepted requests, in order
-	denied int      // requests answered 401 or 403
+	as     *AuthServer // the authorization server its metadata names
+	tokens []string    // tokens of accepted requests, in order
+	denied int         // requests answered 401 or 403
 	ms     *mcp.Server
 	mcp    http.Handler
 }
@@ -77,11 +77,13 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 	mux := http.NewServeMux()
 	s.srv = httptest.NewServer(mux)
 	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:             s.URL(),
-		AuthorizationServers: []string{as.URL()},
-		ScopesSupported:      cfg.Scopes,
-	}))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:             s.URL(),
+			AuthorizationServers: []string{s.authServer().URL()},
+			ScopesSupported:      cfg.Scopes,
+		}).ServeHTTP(w, r)
+	})
 	s.ms, s.mcp = s.newMCP()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -90,7 +92,7 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 		h.ServeHTTP(w, r)
 	})
 	verify := func(ctx context.Context, tok string, r *http.Request) (*auth.TokenInfo, error) {
-		scopes, ok := as.Verify(tok)
+		scopes, ok := s.authServer().Verify(tok)
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown or revoked", auth.ErrInvalidToken)
 		}
@@ -107,6 +109,21 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return s.srv.URL + "/mcp" }
+
+// MoveTo makes as the server's authorization server from now on, as a
+// resource that migrates does (SEP-2352): its metadata names as, and only
+// as's tokens are accepted (the old server's get 401).
+func (s *Server) MoveTo(as *AuthServer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.as = as
+}
+
+func (s *Server) authServer() *AuthServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.as
+}
 
 // Forget makes the server forget its MCP sessions, as a restart does: a
 // request with an old session id gets 404.
