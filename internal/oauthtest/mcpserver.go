@@ -35,6 +35,10 @@ type ServerConfig struct {
 	// message and data quote the request's Authorization header, as a
 	// careless server's errors do.
 	LeakTool bool
+	// SSE serves the legacy HTTP+SSE transport (go-sdk's SSEHandler) at
+	// the same URL instead of Streamable HTTP: the GET of the stream and
+	// the POSTs of its messages need the token alike.
+	SSE bool
 }
 
 // Server is an MCP server (go-sdk's, over Streamable HTTP) that needs a
@@ -155,6 +159,9 @@ func (s *Server) newMCP() (*mcp.Server, http.Handler) {
 				data, _ := json.Marshal(map[string]string{"authorization": authz})
 				return nil, &jsonrpc.Error{Code: -32000, Message: "refused with Authorization: " + authz, Data: data}
 			})
+	}
+	if s.cfg.SSE {
+		return ms, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 	}
 	return ms, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 }
