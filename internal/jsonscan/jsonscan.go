@@ -28,6 +28,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -453,7 +454,12 @@ func OuterMember(obj []byte, name string, backFirst bool) []byte {
 		}
 		v, more := frontMember(obj, name, &front, back)
 		if v != nil {
-			// The last of its name only if none follows it.
+			// The last of its name only if none follows it: plain when no
+			// later text could spell the name (a byte search, far cheaper
+			// than reading the members after it), otherwise read them.
+			if more && !maySpell(obj[front:back+1], name) {
+				return v
+			}
 			for more {
 				var later []byte
 				if later, more = backMember(obj, name, front, &back); later != nil {
@@ -594,4 +600,34 @@ func valueStart(b []byte, from, end int) int {
 		k--
 	}
 	return k
+}
+
+// maySpell reports whether text could hold a member named name: the name
+// quoted as it is, or an escape that may spell one of its characters
+// (\uXXXX of one of them, or \/ for a slash). Any other escape in a name
+// leaves it a different name. A name with a quote, a backslash or a
+// control character is always answered true.
+func maySpell(text []byte, name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
+			return true
+		}
+	}
+	if bytes.Contains(text, []byte(`"`+name+`"`)) {
+		return true
+	}
+	if strings.IndexByte(name, '/') >= 0 && bytes.Contains(text, []byte(`\/`)) {
+		return true
+	}
+	for rest := text; ; {
+		i := bytes.Index(rest, []byte(`\u`))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2:]
+		r, ok := hex4(rest, 0)
+		if !ok || utf16.IsSurrogate(r) || strings.ContainsRune(name, r) {
+			return true
+		}
+	}
 }

@@ -222,3 +222,26 @@ func TestHasLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestOuterMemberFoundFirst: a member found from the front is the last of
+// its name only when nothing after it could spell the name again; the
+// byte search that decides it must not miss an escaped spelling.
+func TestOuterMemberFoundFirst(t *testing.T) {
+	for _, tc := range []struct{ obj, want string }{
+		{`{"resultType":"a","content":"x"}`, `"a"`},
+		{`{"resultType":"a","content":"\u003c\u0026"}`, `"a"`},
+		{`{"resultType":"a","content":"x","resultType":"b"}`, `"b"`},
+		{`{"resultType":"a","content":"\u003c","result\u0054ype":"b"}`, `"b"`},
+		{`{"resultType":"a","content":"x","\u0072esultType":"b"}`, `"b"`},
+		{`{"resultType":"a","content":{"resultType":"inner"}}`, `"a"`},
+		{`{"resultType":"a","content":"resultType \"resultType\""}`, `"a"`},
+	} {
+		if got := string(OuterMember([]byte(tc.obj), "resultType", false)); got != tc.want {
+			t.Errorf("OuterMember(%s) = %s, want %s", tc.obj, got, tc.want)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(tc.obj), &m); err != nil || string(m["resultType"]) != tc.want {
+			t.Errorf("encoding/json reads %s as %s (%v), the table says %s", tc.obj, m["resultType"], err, tc.want)
+		}
+	}
+}
