@@ -50,8 +50,12 @@ type templateOwner struct {
 // catalog. Adding it again to the client's mcp.Server is how a
 // notifications/tools/list_changed goes to that client, through go-sdk's
 // own debounced notification (legacy sessions and 2026-07-28 listeners
-// alike).
-var refreshTool = &mcp.Tool{Name: "mcp-sidecar-gateway-refresh", InputSchema: json.RawMessage(`{"type":"object"}`)}
+// alike); so for resources and prompts.
+var (
+	refreshTool     = &mcp.Tool{Name: "mcp-sidecar-gateway-refresh", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	refreshResource = &mcp.Resource{Name: "refresh", URI: "mcp-sidecar-gateway:refresh"}
+	refreshPrompt   = &mcp.Prompt{Name: "mcp-sidecar-gateway-refresh"}
+)
 
 func (g *Gateway) newClient() *client {
 	c := &client{g: g, done: make(chan struct{}), resourceOwner: map[string]string{}}
@@ -59,8 +63,8 @@ func (g *Gateway) newClient() *client {
 		Logger: g.logger,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: !g.opts.Deferred},
-			Resources:   &mcp.ResourceCapabilities{Subscribe: true},
-			Prompts:     &mcp.PromptCapabilities{},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
 		},
@@ -72,11 +76,28 @@ func (g *Gateway) newClient() *client {
 		},
 		CompletionHandler: c.complete,
 	})
+	c.server.AddReceivingMiddleware(c.middleware)
+	return c
+}
+
+// toolsChanged sends the client notifications/tools/list_changed.
+func (c *client) toolsChanged() {
 	c.server.AddTool(refreshTool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"}
 	})
-	c.server.AddReceivingMiddleware(c.middleware)
-	return c
+}
+
+// serverStarted sends the client notifications/resources/list_changed
+// and notifications/prompts/list_changed: a server that started (a
+// dormant one at first use) may have resources and prompts the client's
+// listings left out.
+func (c *client) serverStarted() {
+	c.server.AddResource(refreshResource, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, mcp.ResourceNotFoundError(refreshResource.URI)
+	})
+	c.server.AddPrompt(refreshPrompt, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
+	})
 }
 
 // attach records the client's MCP session and closes the host session
@@ -192,10 +213,12 @@ func (c *client) notification(n hostclient.Notification) {
 	switch n.Method {
 	case protocol.NotifyToolsChanged:
 		if !c.g.opts.Deferred {
-			// go-sdk sends notifications/tools/list_changed, debounced.
-			c.server.AddTool(refreshTool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"}
-			})
+			c.toolsChanged()
+		}
+	case protocol.NotifyStartupStatus:
+		var p protocol.StartupStatusParams
+		if json.Unmarshal(n.Params, &p) == nil && p.Status == protocol.StatusReady {
+			c.serverStarted()
 		}
 	case protocol.NotifyLog:
 		var p protocol.LogParams

@@ -15,10 +15,12 @@ import (
 // codeResourceNotFound is MCP's error for a resource no server has.
 const codeResourceNotFound = -32002
 
-// serversWith are the session's running servers that declare capability
-// (resources, prompts, completions). A dormant server is not started for
-// a listing, so that a client listing everything at connection (most do)
-// keeps lazy startup: its resources and prompts appear once it runs.
+// serversWith are the session's servers that declare capability
+// (resources, prompts), or are starting (their listing waits for the
+// startup; one without the capability answers an error, left out). A
+// dormant server is not started for a listing, so that a client listing
+// everything at connection (most do) keeps lazy startup: its resources
+// and prompts appear once it runs, announced by list_changed.
 func (c *client) serversWith(ctx context.Context, capability string) (string, []string, error) {
 	id, err := c.hostSession(ctx)
 	if err != nil {
@@ -30,6 +32,10 @@ func (c *client) serversWith(ctx context.Context, capability string) (string, []
 	}
 	var out []string
 	for _, s := range st.Servers {
+		if s.State == protocol.StateStarting {
+			out = append(out, s.Name)
+			continue
+		}
 		if s.State != protocol.StateReady {
 			continue
 		}
@@ -59,7 +65,7 @@ func (c *client) listResources(ctx context.Context) (*mcp.ListResourcesResult, e
 	for _, s := range servers {
 		var res mcp.ListResourcesResult
 		if err := c.call(ctx, protocol.MethodResourcesList, listParams{id, s, true}, &res); err != nil {
-			c.g.logger.Warn("gateway: listing resources", "server", s, "err", err)
+			c.g.logger.Debug("gateway: listing resources", "server", s, "err", err)
 			continue
 		}
 		c.mu.Lock()
@@ -82,7 +88,7 @@ func (c *client) listTemplates(ctx context.Context) (*mcp.ListResourceTemplatesR
 	for _, s := range servers {
 		var res mcp.ListResourceTemplatesResult
 		if err := c.call(ctx, protocol.MethodResourceTemplates, listParams{id, s, true}, &res); err != nil {
-			c.g.logger.Warn("gateway: listing resource templates", "server", s, "err", err)
+			c.g.logger.Debug("gateway: listing resource templates", "server", s, "err", err)
 			continue
 		}
 		for _, t := range res.ResourceTemplates {
@@ -162,7 +168,7 @@ func (c *client) listPrompts(ctx context.Context) (*mcp.ListPromptsResult, error
 	for _, s := range servers {
 		var res mcp.ListPromptsResult
 		if err := c.call(ctx, protocol.MethodPromptsList, listParams{id, s, true}, &res); err != nil {
-			c.g.logger.Warn("gateway: listing prompts", "server", s, "err", err)
+			c.g.logger.Debug("gateway: listing prompts", "server", s, "err", err)
 			continue
 		}
 		for _, p := range res.Prompts {
