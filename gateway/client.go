@@ -145,7 +145,14 @@ func (c *client) hostSession(ctx context.Context) (string, error) {
 	if c.closed {
 		return "", errors.New("the client's session is closed")
 	}
-	p := map[string]any{"startup": "lazy"}
+	// The gateway names the session, and routes to it before it opens:
+	// the sidecar's requests of its startup (mcp/authorize) and its
+	// notifications may come before the answer.
+	id, ok := c.g.register(c)
+	if !ok {
+		return "", errors.New("the gateway is closing")
+	}
+	p := map[string]any{"sessionId": id, "startup": "lazy"}
 	if c.g.opts.Eager {
 		p["startup"] = "eager"
 	}
@@ -154,11 +161,8 @@ func (c *client) hostSession(ctx context.Context) (string, error) {
 	}
 	var res protocol.SessionOpenResult
 	if err := c.g.host.Call(ctx, protocol.MethodSessionOpen, p, &res); err != nil {
+		c.g.unregister(id)
 		return "", mcpError(err)
-	}
-	if !c.g.register(c, res.SessionID) {
-		_ = c.g.host.Call(context.WithoutCancel(ctx), protocol.MethodSessionClose, protocol.SessionParams{SessionID: res.SessionID}, nil)
-		return "", errors.New("the gateway is closing")
 	}
 	c.hostID = res.SessionID
 	for _, s := range res.Servers {
@@ -296,6 +300,12 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 	}
 	switch method {
+	case protocol.RequestAuthorize:
+		var ap protocol.AuthorizeParams
+		if err := json.Unmarshal(params, &ap); err != nil {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
+		}
+		return c.authorize(ctx, caps, ap)
 	case protocol.RequestElicit:
 		if caps == nil || caps.Elicitation == nil {
 			return nil, unsupported("elicitation")
@@ -333,6 +343,28 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 		return res, nil
 	}
 	return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "the gateway does not handle "+method)
+}
+
+// authorize asks a client that supports URL-mode elicitation to open a
+// server's authorization URL; the sidecar receives the redirect. Any
+// other client is answered cancelled at once: the server stays
+// needs_authorization, and a call of it is a tool error naming
+// 'mcp-sidecar login SERVER'.
+func (c *client) authorize(ctx context.Context, caps *mcp.ClientCapabilities, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error) {
+	ss := c.session()
+	if ss == nil || caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
+		return protocol.AuthorizeResult{Cancelled: true}, nil
+	}
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+		Mode:          "url",
+		URL:           p.AuthorizationURL,
+		ElicitationID: "authorize-" + p.Server,
+		Message:       fmt.Sprintf("MCP server %q needs your authorization: open this URL and approve. (Or run `mcp-sidecar login %s` in a terminal.)", p.Server, p.Server),
+	})
+	if err != nil || res.Action != "accept" {
+		return protocol.AuthorizeResult{Cancelled: true}, nil
+	}
+	return protocol.AuthorizeResult{}, nil
 }
 
 // clientError is the client's answer to a server's request as the host

@@ -68,7 +68,9 @@ type Gateway struct {
 	sessions map[string]*client // host session id -> client
 	progress map[string]progressTarget
 	nextTok  int64
-	closed   bool
+	// nextSession numbers the host sessions.
+	nextSession int
+	closed      bool
 }
 
 // progressTarget is where the progress of a host token goes: the client's
@@ -117,6 +119,9 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
 		"sampling":    map[string]any{"tools": map[string]any{}},
 		"roots":       map[string]any{},
+		// OAuth: the client that needs a server opens the authorization
+		// URL (URL-mode elicitation), where it can.
+		"authorization": map[string]any{},
 	}
 	if err := g.host.Call(ctx, protocol.MethodInitialize, p, &g.init); err != nil {
 		g.Close(ctx)
@@ -178,14 +183,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-func (g *Gateway) register(c *client, id string) bool {
+// register names a new host session of c.
+func (g *Gateway) register(c *client) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return false
+		return "", false
 	}
+	g.nextSession++
+	id := fmt.Sprintf("client-%d", g.nextSession)
 	g.sessions[id] = c
-	return true
+	return id, true
 }
 
 func (g *Gateway) unregister(id string) {

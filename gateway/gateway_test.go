@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,8 @@ type setup struct {
 	// (and so of its disk cache key).
 	cwd      string
 	deferred bool
+	// extra are more initialize params.
+	extra map[string]any
 }
 
 func start(t *testing.T, s setup) *gateway.Gateway {
@@ -57,9 +60,13 @@ func start(t *testing.T, s setup) *gateway.Gateway {
 	if s.cwd == "" {
 		s.cwd = t.TempDir()
 	}
+	init := map[string]any{"servers": s.servers, "cacheDir": s.cacheDir, "credentialsDir": filepath.Join(t.TempDir(), "credentials")}
+	for k, v := range s.extra {
+		init[k] = v
+	}
 	g, err := gateway.Start(ctx, gateway.Options{
-		Initialize: map[string]any{"servers": s.servers, "cacheDir": s.cacheDir},
-		Sidecar:    sidecar.Options{Version: "test", Env: os.LookupEnv},
+		Initialize: init,
+		Sidecar:    sidecar.Options{Version: "test", Env: os.LookupEnv, Logger: testLogger()},
 		Cwd:        s.cwd,
 		Deferred:   s.deferred,
 	})
@@ -409,4 +416,11 @@ func TestDeferred(t *testing.T) {
 	if !slices.Contains(g.Servers(), "gamma") {
 		t.Errorf("servers %v", g.Servers())
 	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("GATEWAY_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
