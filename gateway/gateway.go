@@ -177,7 +177,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	defer stop()
 	err = ss.Wait()
 	c.close(context.WithoutCancel(ctx))
-	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+	// The client hanging up is how a stdio session ends.
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
 		return nil
 	}
 	return err
