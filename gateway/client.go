@@ -40,25 +40,38 @@ type client struct {
 	// listings.
 	resourceOwner map[string]string
 	templateOwner []templateOwner
+
+	// life ends with the client: it bounds the host calls that outlive
+	// one request (calls of rounds, mrtr.go).
+	life      context.Context
+	endLife   context.CancelFunc
+	rounds    map[string]*roundCall // by requestState
+	order     []*roundCall          // oldest first
+	nextRound int
+	nextAsk   int
 }
 
 type templateOwner struct {
 	prefix, server string
 }
 
-// refreshTool is never listed: tools/list is answered from the host
-// catalog. Adding it again to the client's mcp.Server is how a
-// notifications/tools/list_changed goes to that client, through go-sdk's
-// own debounced notification (legacy sessions and 2026-07-28 listeners
-// alike); so for resources and prompts.
+// gatewayTool is the one tool of a client's mcp.Server, never listed
+// (tools/list is answered from the host catalog): every tools/call goes
+// to it, the name asked for in its context, so that go-sdk's handling of
+// a call's result applies (multi round-trip input requests of
+// 2026-07-28). Adding it again is how a notifications/tools/list_changed
+// goes to the client, through go-sdk's own debounced notification (legacy
+// sessions and 2026-07-28 listeners alike); the refresh resource and
+// prompt do the same for resources and prompts.
 var (
-	refreshTool     = &mcp.Tool{Name: "mcp-sidecar-gateway-refresh", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	gatewayTool     = &mcp.Tool{Name: "mcp-sidecar-gateway", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	refreshResource = &mcp.Resource{Name: "refresh", URI: "mcp-sidecar-gateway:refresh"}
 	refreshPrompt   = &mcp.Prompt{Name: "mcp-sidecar-gateway-refresh"}
 )
 
 func (g *Gateway) newClient() *client {
-	c := &client{g: g, done: make(chan struct{}), resourceOwner: map[string]string{}}
+	c := &client{g: g, done: make(chan struct{}), resourceOwner: map[string]string{}, rounds: map[string]*roundCall{}}
+	c.life, c.endLife = context.WithCancel(context.Background())
 	c.server = mcp.NewServer(&mcp.Implementation{Name: "mcp-sidecar", Title: "mcp-sidecar gateway", Version: g.opts.Sidecar.Version}, &mcp.ServerOptions{
 		Logger: g.logger,
 		Capabilities: &mcp.ServerCapabilities{
@@ -76,15 +89,14 @@ func (g *Gateway) newClient() *client {
 		},
 		CompletionHandler: c.complete,
 	})
+	c.server.AddTool(gatewayTool, c.callTool)
 	c.server.AddReceivingMiddleware(c.middleware)
 	return c
 }
 
 // toolsChanged sends the client notifications/tools/list_changed.
 func (c *client) toolsChanged() {
-	c.server.AddTool(refreshTool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"}
-	})
+	c.server.AddTool(gatewayTool, c.callTool)
 }
 
 // serverStarted sends the client notifications/resources/list_changed
@@ -127,6 +139,7 @@ func (c *client) close(ctx context.Context) {
 		defer c.open.Unlock()
 		c.closed = true
 		close(c.done)
+		c.endLife()
 		if c.hostID == "" {
 			return
 		}
@@ -186,6 +199,8 @@ func (c *client) call(ctx context.Context, method string, params, result any) er
 	return c.g.host.Call(ctx, method, params, result)
 }
 
+type toolNameKey struct{}
+
 func (c *client) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
@@ -195,7 +210,13 @@ func (c *client) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			return c.listTools(ctx)
 		case "tools/call":
-			return c.callTool(ctx, req.(*mcp.CallToolRequest))
+			r := req.(*mcp.CallToolRequest)
+			if r.Params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+			}
+			ctx = context.WithValue(ctx, toolNameKey{}, r.Params.Name)
+			r.Params.Name = gatewayTool.Name
+			return next(ctx, method, r)
 		case "resources/list":
 			return c.listResources(ctx)
 		case "resources/templates/list":
@@ -314,6 +335,9 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 		if err := json.Unmarshal(p.Params, &ep); err != nil {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 		}
+		if modern(ss) {
+			return c.askRounds(ctx, &ep)
+		}
 		res, err := ss.Elicit(ctx, &ep)
 		if err != nil {
 			return nil, clientError(err)
@@ -327,6 +351,9 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 		if err := json.Unmarshal(p.Params, &sp); err != nil {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 		}
+		if modern(ss) {
+			return c.askRounds(ctx, &sp)
+		}
 		res, err := ss.CreateMessageWithTools(ctx, &sp)
 		if err != nil {
 			return nil, clientError(err)
@@ -335,6 +362,9 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 	case protocol.RequestRoots:
 		if caps == nil || caps.RootsV2 == nil {
 			return nil, unsupported("roots")
+		}
+		if modern(ss) {
+			return c.askRounds(ctx, &mcp.ListRootsParams{})
 		}
 		res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
 		if err != nil {

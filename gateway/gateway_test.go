@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -302,22 +303,26 @@ func TestLazyFromCache(t *testing.T) {
 
 func TestElicitationRelayed(t *testing.T) {
 	servers := map[string]any{"alpha": server(fixture.Spec{Tools: []fixture.ToolSpec{tool("ask", fixture.BehaviorElicit)}})}
-	t.Run("client answers", func(t *testing.T) {
-		g := start(t, setup{servers: servers})
-		cs := connect(t, g, legacy, &mcp.ClientOptions{
-			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
-			ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "blue " + r.Params.Message}}, nil
-			},
+	for _, v := range []string{legacy, ""} {
+		t.Run("client answers, protocol "+v, func(t *testing.T) {
+			g := start(t, setup{servers: servers})
+			cs := connect(t, g, v, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "blue " + r.Params.Message}}, nil
+				},
+			})
+			for i := range 2 {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"message": fmt.Sprint("colour ", i)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := text(t, res), fmt.Sprintf(`"blue colour %d"`, i); !strings.Contains(got, want) {
+					t.Errorf("result %q, want the client's answer %s", got, want)
+				}
+			}
 		})
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "colour?"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := text(t, res); !strings.Contains(got, `"blue colour?"`) {
-			t.Errorf("result %q, want the client's answer", got)
-		}
-	})
+	}
 	t.Run("client without elicitation", func(t *testing.T) {
 		g := start(t, setup{servers: servers})
 		cs := connect(t, g, legacy, nil)

@@ -173,6 +173,12 @@ func TestLoggingAndCancellation(t *testing.T) {
 }
 
 func TestSamplingAndRootsRelayed(t *testing.T) {
+	for _, v := range []string{legacy, ""} {
+		t.Run("protocol "+v, func(t *testing.T) { samplingAndRoots(t, v) })
+	}
+}
+
+func samplingAndRoots(t *testing.T, version string) {
 	g := start(t, setup{servers: map[string]any{"alpha": server(fixture.Spec{Tools: []fixture.ToolSpec{tool("sample", fixture.BehaviorSample), tool("roots", fixture.BehaviorRoots)}})}})
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
@@ -185,7 +191,7 @@ func TestSamplingAndRootsRelayed(t *testing.T) {
 		},
 	})
 	c.AddRoots(&mcp.Root{URI: "file:///proj", Name: "proj"})
-	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

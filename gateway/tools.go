@@ -72,7 +72,7 @@ func toolOf(raw json.RawMessage, rawName bool) (*mcp.Tool, error) {
 // harness; a client that sends none gets none. Its progress token is
 // replaced by one of the gateway's, whose $/progress comes back to it.
 func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name := req.Params.Name
+	name, _ := ctx.Value(toolNameKey{}).(string)
 	args := req.Params.Arguments
 	if c.g.opts.Deferred {
 		switch name {
@@ -130,14 +130,25 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			p.Meta[k] = b
 		}
 	}
+	rounds := req.Session != nil && modern(req.Session)
+	if rounds && req.Params.RequestState != "" {
+		// A later round of a call in progress.
+		return c.callRounds(ctx, req, p, name, nil)
+	}
+	forget := func() {}
 	if tok := req.Params.GetProgressToken(); tok != nil {
-		hostTok, done := c.g.progressToken(c, tok)
-		defer done()
+		var hostTok json.RawMessage
+		hostTok, forget = c.g.progressToken(c, tok)
 		if p.Meta == nil {
 			p.Meta = map[string]json.RawMessage{}
 		}
 		p.Meta["progressToken"] = hostTok
 	}
+	if rounds {
+		// The token lives as long as the call, over its rounds.
+		return c.callRounds(ctx, req, p, name, forget)
+	}
+	defer forget()
 	var raw json.RawMessage
 	if err := c.call(ctx, protocol.MethodToolsCall, p, &raw); err != nil {
 		return toolError(ctx, err)
