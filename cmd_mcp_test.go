@@ -102,6 +102,41 @@ func TestCmdMCPStdio(t *testing.T) {
 	}
 }
 
+// TestCmdMCPLeavesItselfOut: a config that names this gateway (as the
+// client's own config does) does not make it start itself.
+func TestCmdMCPLeavesItselfOut(t *testing.T) {
+	isolate(t)
+	cfg := writeConfig(t, server{name: "alpha", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[mcp_servers.self]\ncommand = \"/usr/local/bin/mcp-sidecar\"\nargs = [\"mcp\", \"--deferred\"]\n")
+	f.Close()
+	c := startMCP(t, "--config", cfg)
+	stderr := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(c.stderrR); stderr <- string(b) }()
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+		Connect(ctx, &mcp.IOTransport{Reader: c.stdoutR, Writer: c.stdinW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One server left: its own names.
+	if len(list.Tools) != 1 || list.Tools[0].Name != "echo" {
+		t.Errorf("tools %v, want alpha's echo alone", list.Tools)
+	}
+	c.stdinW.Close()
+	<-c.code
+	if got := <-stderr; !strings.Contains(got, `leaving out server "self"`) {
+		t.Errorf("stderr %q does not say the gateway left itself out", got)
+	}
+}
+
 func TestCmdMCPBadCommandLine(t *testing.T) {
 	isolate(t)
 	for _, args := range [][]string{

@@ -172,6 +172,9 @@ func (c *client) hostSession(ctx context.Context) (string, error) {
 	if c.g.opts.Cwd != "" {
 		p["cwd"] = c.g.opts.Cwd
 	}
+	if c.g.opts.Servers != nil {
+		p["servers"] = c.g.opts.Servers
+	}
 	var res protocol.SessionOpenResult
 	if err := c.g.host.Call(ctx, protocol.MethodSessionOpen, p, &res); err != nil {
 		c.g.unregister(id)

@@ -40,6 +40,9 @@ type Options struct {
 	// Sidecar configures the in-process sidecar (version, environment,
 	// logger).
 	Sidecar sidecar.Options
+	// Servers, when set, are the servers of every session (the others
+	// configured stay out); nil: every configured server.
+	Servers []string
 	// Cwd is the working directory of stdio servers without one of their
 	// own, for every session.
 	Cwd string

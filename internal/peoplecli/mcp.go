@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,6 +93,16 @@ func MCP(ctx context.Context, env Env, args []string) int {
 	// A model reads these results: they are cut to its budget, as for a
 	// harness, unlike the commands that print a result for a person.
 	init["features"] = map[string]bool{"mcp_lazy_stdio_startup": true}
+	// The client's own config names this gateway too, often: discovering
+	// it would start a gateway that starts a gateway, and so on.
+	servers := []string{}
+	for _, name := range l.names {
+		if cfg := l.servers[name]; cfg != nil && isGateway(cfg.Command, cfg.Args) {
+			fmt.Fprintf(env.Stderr, "mcp-sidecar mcp: leaving out server %q: it is this gateway (mcp-sidecar mcp)\n", name)
+			continue
+		}
+		servers = append(servers, name)
+	}
 	stderr := &lockedWriter{w: env.Stderr}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r := reaper.New(reaper.Options{Watchdog: watchdogCommand(), Logger: logger})
@@ -105,6 +118,7 @@ func MCP(ctx context.Context, env Env, args []string) int {
 			Reaper:         r,
 		},
 		Cwd:      env.Cwd,
+		Servers:  servers,
 		Deferred: *deferred,
 		Eager:    *eager,
 		Logger:   logger,
@@ -148,6 +162,31 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *gateway.Gateway, addr, 
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return exitInterrupted
+}
+
+// isGateway reports whether a stdio server's command line runs
+// 'mcp-sidecar mcp': the binary itself, or its npm package through npx.
+func isGateway(command string, args []string) bool {
+	base := strings.TrimSuffix(filepath.Base(command), ".exe")
+	var rest []string
+	switch {
+	case base == "mcp-sidecar":
+		rest = args
+	case base == "npx" || base == "bunx" || base == "pnpx":
+		i := slices.IndexFunc(args, func(a string) bool { return a == "mcp-sidecar" || strings.HasPrefix(a, "mcp-sidecar@") })
+		if i < 0 {
+			return false
+		}
+		rest = args[i+1:]
+	default:
+		return false
+	}
+	for _, a := range rest {
+		if !strings.HasPrefix(a, "-") {
+			return a == "mcp"
+		}
+	}
+	return false
 }
 
 // nopWriteCloser keeps the process's stdout open when the MCP connection
