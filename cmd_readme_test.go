@@ -16,10 +16,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's transcript of the commands for people from this run")
+// peopleDoc is the page whose transcript TestPeopleTranscriptMatchesDocs
+// checks, and peopleHeading the heading the transcript follows.
+const (
+	peopleDoc     = "docs/cli.md"
+	peopleHeading = "## One project, every command"
+)
 
-// peopleCommands are the commands of README's "For people" transcript, in
-// its order.
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md's transcript of the commands for people from this run")
+
+// peopleCommands are the commands of docs/cli.md's transcript, in its
+// order.
 var peopleCommands = [][]string{
 	{"doctor"},
 	{"list"},
@@ -32,16 +39,16 @@ var peopleCommands = [][]string{
 	{"doctr"},
 }
 
-// TestPeopleTranscriptMatchesREADME lays out the project README's "For
-// people" section describes (in a temporary home shown as /home/alice),
-// runs the real binary's commands there and compares what they print with
-// the transcript the README shows, modulo timings and the port nothing
-// listens on, so that the README shows what people see. Each command's
-// stderr comes before its stdout, except doctor's (its live display, left
-// out). After a change, -update-readme rewrites the transcript:
+// TestPeopleTranscriptMatchesDocs lays out the project docs/cli.md's "One
+// project, every command" describes (in a temporary home shown as
+// /home/alice), runs the real binary's commands there and compares what
+// they print with the transcript the page shows, modulo timings and the
+// port nothing listens on, so that the docs show what people see. Each
+// command's stderr comes before its stdout, except doctor's (its live
+// display, left out). After a change, -update-docs rewrites the transcript:
 //
-//	go test -run TestPeopleTranscriptMatchesREADME . -args -update-readme
-func TestPeopleTranscriptMatchesREADME(t *testing.T) {
+//	go test -run TestPeopleTranscriptMatchesDocs . -args -update-docs
+func TestPeopleTranscriptMatchesDocs(t *testing.T) {
 	isolate(t)
 	bin := binary(t)
 	home := t.TempDir()
@@ -106,27 +113,27 @@ comand_timeout = 5
 	}
 	transcript := strings.ReplaceAll(got.String(), home, "/home/alice")
 
-	// The port is free for a moment only; the README shows the one that
-	// is free on every machine.
+	// The port is free for a moment only; the page shows the one that is
+	// free on every machine.
 	transcript = strings.ReplaceAll(transcript, refused, "127.0.0.1:9")
 
-	readme, err := os.ReadFile("README.md")
+	doc, err := os.ReadFile(peopleDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, end, ok := peopleTranscript(string(readme))
+	start, end, ok := peopleTranscript(string(doc))
 	if !ok {
-		t.Fatal(`README.md has no transcript under "## For people" (a console block starting with "$ mcp-sidecar doctor")`)
+		t.Fatalf(`%s has no transcript under %q (a console block starting with "$ mcp-sidecar doctor")`, peopleDoc, peopleHeading)
 	}
-	if *updateREADME {
-		updated := string(readme[:start]) + transcript + string(readme[end:])
-		if err := os.WriteFile("README.md", []byte(updated), 0o644); err != nil {
+	if *updateDocs {
+		updated := string(doc[:start]) + transcript + string(doc[end:])
+		if err := os.WriteFile(peopleDoc, []byte(updated), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if diff := cmp.Diff(normalizeTranscript(string(readme[start:end])), normalizeTranscript(transcript)); diff != "" {
-		t.Errorf("README's \"For people\" transcript differs from what the commands print (-README +now; -update-readme rewrites it):\n%s", diff)
+	if diff := cmp.Diff(normalizeTranscript(string(doc[start:end])), normalizeTranscript(transcript)); diff != "" {
+		t.Errorf("%s's transcript differs from what the commands print (-%s +now; -update-docs rewrites it):\n%s", peopleDoc, peopleDoc, diff)
 	}
 }
 
@@ -142,11 +149,11 @@ func shellLine(args []string) string {
 	return strings.Join(words, " ")
 }
 
-// peopleTranscript finds the extent of the first console block after the
-// "## For people" heading.
+// peopleTranscript finds the extent of the first console block after
+// peopleHeading.
 func peopleTranscript(readme string) (start, end int, ok bool) {
 	const fence = "```console\n"
-	h := strings.Index(readme, "\n## For people\n")
+	h := strings.Index(readme, "\n"+peopleHeading+"\n")
 	if h < 0 {
 		return 0, 0, false
 	}

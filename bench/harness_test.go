@@ -218,11 +218,6 @@ func (h *host) list(session string) protocol.ToolsListResult {
 	return list
 }
 
-func (h *host) closeSession(id string) {
-	h.tb.Helper()
-	h.mustCall(protocol.MethodSessionClose, map[string]any{"sessionId": id}, nil)
-}
-
 // callTool calls a tool by its qualified name and returns the raw result.
 func (h *host) callTool(session, name string, args json.RawMessage) (json.RawMessage, error) {
 	var res json.RawMessage

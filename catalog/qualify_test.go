@@ -286,9 +286,7 @@ func TestFilter(t *testing.T) {
 			for _, n := range append(append([]string(nil), tt.allow...), tt.deny...) {
 				tools = append(tools, Tool{Name: n})
 			}
-			for _, n := range tt.allow {
-				want = append(want, n)
-			}
+			want = append(want, tt.allow...)
 			var got []string
 			for _, tl := range tt.filter.Apply(tools) {
 				got = append(got, tl.Name)

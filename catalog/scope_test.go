@@ -179,7 +179,7 @@ func TestScopeKeyInputs(t *testing.T) {
 	if key(with("tok-a-111111")) == key(with("tok-b-222222")) {
 		t.Error("two values of an input share a scope")
 	}
-	if key(with("tok-a-111111")) != key(with("tok-a-111111")) {
+	if a1, a2 := key(with("tok-a-111111")), key(with("tok-a-111111")); a1 != a2 {
 		t.Error("one value of an input gives two scopes")
 	}
 	if key(with("tok-a-111111")) == key(tmpl) {

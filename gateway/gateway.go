@@ -26,7 +26,6 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
-	"github.com/mcp-sidecar/mcp-sidecar/schema"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
@@ -54,9 +53,9 @@ type Options struct {
 	Eager bool
 	// Logger receives the gateway's own warnings; nil: discarded.
 	Logger *slog.Logger
-	// Checker, when set, checks every host-protocol message against the
-	// protocol schema (tests).
-	Checker *schema.Checker
+	// Checker, when set, sees every host-protocol message (tests set a
+	// *schema.Checker).
+	Checker hostclient.Checker
 }
 
 // Gateway is one in-process sidecar and the MCP clients it serves.

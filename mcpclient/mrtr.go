@@ -67,11 +67,6 @@ func resultType(result []byte) string {
 	return s
 }
 
-// roundMethod reports whether method's result may ask for input.
-func roundMethod(method string) bool {
-	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
-}
-
 // inputRequired is a result that asks for input.
 type inputRequired struct {
 	requests map[string]inputRequest

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -376,6 +375,3 @@ func (c *Conn) serverCancelled(params json.RawMessage) {
 		}
 	}
 }
-
-// formatID is an id of ours as text.
-func formatID(n int64) string { return strconv.FormatInt(n, 10) }

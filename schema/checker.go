@@ -283,6 +283,17 @@ func (c *Checker) Writer(dir Direction, w io.WriteCloser) io.WriteCloser {
 	return &checkedWriter{w: w, sink: &frameSink{c: c, dir: dir}}
 }
 
+// HostStreams wraps a host's two streams, r (the sidecar's output) and w
+// (its input), so that every message on them is checked: it makes a
+// Checker a hostclient.Checker. A nil Checker returns them as they are, so
+// that a test may pass a *Checker it sets only in some runs.
+func (c *Checker) HostStreams(r io.Reader, w io.WriteCloser) (io.Reader, io.WriteCloser) {
+	if c == nil {
+		return r, w
+	}
+	return c.Reader(SidecarToHost, r), c.Writer(HostToSidecar, w)
+}
+
 type checkedWriter struct {
 	w    io.WriteCloser
 	sink *frameSink

@@ -148,3 +148,31 @@ func TestCheckerSplitsFrames(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// TestCheckerHostStreams: HostStreams checks what the host reads as the
+// sidecar's messages and what it writes as its own, and a nil Checker
+// (a test that checks only in some runs) leaves the streams alone.
+func TestCheckerHostStreams(t *testing.T) {
+	frame := func(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+	bad := frame(`{"jsonrpc":"2.0","method":"mcp/surprise"}`)
+
+	ch, err := NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := ch.HostStreams(strings.NewReader(bad), nopCloser{io.Discard})
+	io.ReadAll(r)
+	io.WriteString(w, bad)
+	got := ch.Err()
+	for _, dir := range []Direction{SidecarToHost, HostToSidecar} {
+		if got == nil || !strings.Contains(got.Error(), dir.String()+": ") {
+			t.Errorf("the bad message %s is not reported: got %v", dir, got)
+		}
+	}
+
+	var none *Checker
+	in, out := strings.NewReader(bad), nopCloser{io.Discard}
+	if r, w := none.HostStreams(in, out); r != io.Reader(in) || w != io.WriteCloser(out) {
+		t.Errorf("a nil Checker wraps the streams: got %T, %T", r, w)
+	}
+}

@@ -171,11 +171,8 @@ func TestEarlyDiscoveryRetryWaitsForReadiness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for early := range waits {
-		if early {
-			t.Fatal("the retry after -32017 took the early path again; want normal readiness")
-		}
-		break
+	if early := <-waits; early {
+		t.Fatal("the retry after -32017 took the early path again; want normal readiness")
 	}
 	if n := cs.count("resources/list"); n != 1 {
 		t.Fatalf("%d resources/list before readiness, want only the rejected one", n)

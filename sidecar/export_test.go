@@ -63,6 +63,10 @@ type Hooks struct {
 	// its first search) or handed a new catalog, with the number of tools
 	// analysed for it: those no index of any session had analysed.
 	SearchIndexed func(session string, analysed int)
+	// BadTransition is called when a server's state changes along a move
+	// the state table (serverStates) does not have; the test harness
+	// fails the test then.
+	BadTransition func(session, server, from, to string)
 }
 
 // WithHooks returns opts with h installed.
@@ -84,6 +88,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		resourceUpdateQueued:  h.ResourceUpdateQueued,
 		resourceUpdateSending: h.ResourceUpdateSending,
 		searchIndexed:         h.SearchIndexed,
+		badTransition:         h.BadTransition,
 	}
 	return opts
 }

@@ -87,6 +87,21 @@ type harness struct {
 	onNotification func(hostclient.Notification)
 }
 
+// harnessLifetime bounds a harness's sidecar: a safety net, so that a test
+// that hangs outside the per-call and per-wait timeouts fails in a minute.
+// The soak test and the long stress rounds (soaking) legitimately run longer
+// than that on a loaded machine, and under -race several times longer: they
+// get what is left of the test binary's own -timeout.
+func harnessLifetime(t *testing.T) time.Duration {
+	if soaking() {
+		if deadline, ok := t.Deadline(); ok {
+			return time.Until(deadline)
+		}
+		return 30 * time.Minute
+	}
+	return 2 * testTimeout
+}
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	return newHookedHarness(t, sidecar.Hooks{})
@@ -109,7 +124,7 @@ func newLoggedHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger) *h
 // by edit (nil: none).
 func newOptionsHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger, edit func(*sidecar.Options)) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), harnessLifetime(t))
 	t.Cleanup(cancel)
 	// The cache folder is made before the cleanup that stops the sidecar is
 	// registered, so that it is removed after the sidecar (which may still
@@ -128,6 +143,13 @@ func newOptionsHarness(t *testing.T, hooks sidecar.Hooks, logger *slog.Logger, e
 	// No test reaches the OS keychain: one that wants a keychain gives
 	// its own (edit).
 	opts := sidecar.Options{Env: env, Logger: logger, Keyring: noKeychain{}}
+	if hooks.BadTransition == nil {
+		// Every test checks that servers change state only along the
+		// state table.
+		hooks.BadTransition = func(session, server, from, to string) {
+			t.Errorf("session %s: server %q went from state %q to %q, which serverStates does not allow", session, server, from, to)
+		}
+	}
 	if edit != nil {
 		edit(&opts)
 	}

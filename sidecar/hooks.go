@@ -62,6 +62,9 @@ type testHooks struct {
 	// handed a new catalog, with the number of tools analysed for it
 	// (search.Index.Analysed).
 	searchIndexed func(session string, analysed int)
+	// badTransition is called, under the server's lock, when a server's
+	// state changes along a move serverStates does not have (a bug).
+	badTransition func(session, server, from, to string)
 }
 
 // hook returns the server's test hooks (the zero value in production).

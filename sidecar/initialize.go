@@ -295,63 +295,6 @@ func (s *Server) environment() *environment {
 	return s.env
 }
 
-func (s *Server) shutdownMethod(ctx context.Context, _ *request) (result, error) {
-	s.closeAllSessions()
-	return result{value: nil}, nil
-}
-
-func (s *Server) method(name string) (handlerFunc, bool) {
-	switch name {
-	case protocol.MethodInitialize:
-		return s.initialize, true
-	case protocol.MethodShutdown:
-		return s.shutdownMethod, true
-	case protocol.MethodSessionOpen:
-		return s.sessionOpen, true
-	case protocol.MethodSessionClose:
-		return s.sessionClose, true
-	case protocol.MethodToolsList:
-		return s.toolsList, true
-	case protocol.MethodToolsCall:
-		return s.toolsCall, true
-	case protocol.MethodToolsSearch:
-		return s.toolsSearch, true
-	case protocol.MethodToolsGet:
-		return s.toolsGet, true
-	case protocol.MethodResourcesList:
-		return s.listMethod(name, "resources"), true
-	case protocol.MethodResourceTemplates:
-		return s.listMethod(name, "resourceTemplates"), true
-	case protocol.MethodPromptsList:
-		return s.listMethod(name, "prompts"), true
-	case protocol.MethodResourcesRead:
-		return s.resourcesRead, true
-	case protocol.MethodResourcesDiscover:
-		return s.resourcesDiscover, true
-	case protocol.MethodPromptsGet:
-		return s.promptsGet, true
-	case protocol.MethodCompletionComplete:
-		return s.complete, true
-	case protocol.MethodServersRefresh:
-		return s.serversRefresh, true
-	case protocol.MethodServersReconnect:
-		return s.serversReconnect, true
-	case protocol.MethodServersStatus:
-		return s.serversStatus, true
-	case protocol.MethodServersLogout:
-		return s.serversLogout, true
-	case protocol.MethodResourcesSubscribe:
-		return s.resourcesSubscribe, true
-	case protocol.MethodResourcesUnsubscribe:
-		return s.resourcesUnsubscribe, true
-	case protocol.MethodTasksGet, protocol.MethodTasksResult, protocol.MethodTasksCancel:
-		return s.taskMethod(name), true
-	case protocol.MethodTasksList:
-		return s.tasksList, true
-	}
-	return nil, false
-}
-
 func unknownSession(id string) *protocol.Error {
 	return protocol.NewError(protocol.CodeUnknownSession, protocol.KindUnknownSession, fmt.Sprintf("unknown session %q", id))
 }

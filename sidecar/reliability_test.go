@@ -50,7 +50,6 @@ func TestCrashAnswersEveryInFlightCallAtOnce(t *testing.T) {
 	h.waitComplete(sid, 0)
 
 	type parked struct {
-		id     any
 		wait   func() error
 		tokens string
 	}

@@ -34,7 +34,6 @@ type rawHost struct {
 	t   *testing.T
 	w   io.Writer
 	r   *bufio.Reader
-	mu  sync.Mutex
 	ids int
 }
 

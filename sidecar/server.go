@@ -1,7 +1,3 @@
-// Package sidecar is the host side of mcp-sidecar: it owns the host's
-// JSON-RPC connection, dispatches its methods, keeps the sessions with their
-// MCP server connections and startup rounds, and orders the events the host
-// sees.
 package sidecar
 
 import (
@@ -75,6 +71,8 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// mu is a leaf of the lock order (written at Session.mu): nothing
+	// else is locked while it is held.
 	mu           sync.Mutex
 	initializing bool
 	initialized  bool
@@ -423,4 +421,61 @@ type request struct {
 // (protocol.DecodeParams: integers may be written 2.0 or 5e3).
 func decodeParams(params json.RawMessage, v any) error {
 	return protocol.DecodeParams(params, v)
+}
+
+func (s *Server) shutdownMethod(ctx context.Context, _ *request) (result, error) {
+	s.closeAllSessions()
+	return result{value: nil}, nil
+}
+
+func (s *Server) method(name string) (handlerFunc, bool) {
+	switch name {
+	case protocol.MethodInitialize:
+		return s.initialize, true
+	case protocol.MethodShutdown:
+		return s.shutdownMethod, true
+	case protocol.MethodSessionOpen:
+		return s.sessionOpen, true
+	case protocol.MethodSessionClose:
+		return s.sessionClose, true
+	case protocol.MethodToolsList:
+		return s.toolsList, true
+	case protocol.MethodToolsCall:
+		return s.toolsCall, true
+	case protocol.MethodToolsSearch:
+		return s.toolsSearch, true
+	case protocol.MethodToolsGet:
+		return s.toolsGet, true
+	case protocol.MethodResourcesList:
+		return s.listMethod(name, "resources"), true
+	case protocol.MethodResourceTemplates:
+		return s.listMethod(name, "resourceTemplates"), true
+	case protocol.MethodPromptsList:
+		return s.listMethod(name, "prompts"), true
+	case protocol.MethodResourcesRead:
+		return s.resourcesRead, true
+	case protocol.MethodResourcesDiscover:
+		return s.resourcesDiscover, true
+	case protocol.MethodPromptsGet:
+		return s.promptsGet, true
+	case protocol.MethodCompletionComplete:
+		return s.complete, true
+	case protocol.MethodServersRefresh:
+		return s.serversRefresh, true
+	case protocol.MethodServersReconnect:
+		return s.serversReconnect, true
+	case protocol.MethodServersStatus:
+		return s.serversStatus, true
+	case protocol.MethodServersLogout:
+		return s.serversLogout, true
+	case protocol.MethodResourcesSubscribe:
+		return s.resourcesSubscribe, true
+	case protocol.MethodResourcesUnsubscribe:
+		return s.resourcesUnsubscribe, true
+	case protocol.MethodTasksGet, protocol.MethodTasksResult, protocol.MethodTasksCancel:
+		return s.taskMethod(name), true
+	case protocol.MethodTasksList:
+		return s.tasksList, true
+	}
+	return nil, false
 }

@@ -70,8 +70,7 @@ func (s *subscribingServer) newMCP(gen int) (*mcp.Server, http.Handler) {
 		s.changed.Broadcast()
 		s.mu.Unlock()
 	}
-	var m *mcp.Server
-	m = mcp.NewServer(&mcp.Implementation{Name: "subscribing", Version: "1"}, &mcp.ServerOptions{
+	m := mcp.NewServer(&mcp.Implementation{Name: "subscribing", Version: "1"}, &mcp.ServerOptions{
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			note(req.Session, "subscribe "+req.Params.URI)
 			return nil

@@ -40,12 +40,12 @@ func main() {
 		fail(err)
 	}
 	go func() {
-		if err := framesToLines(os.Stdin, toServer); err != nil && !errors.Is(err, io.EOF) {
+		if err := framesToLines(os.Stdin, toServer); !errors.Is(err, io.EOF) {
 			fmt.Fprintln(os.Stderr, "floorrelay: host -> server:", err)
 		}
 		toServer.Close() // the server sees EOF and exits
 	}()
-	if err := linesToFrames(fromServer, os.Stdout); err != nil && !errors.Is(err, io.EOF) {
+	if err := linesToFrames(fromServer, os.Stdout); !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "floorrelay: server -> host:", err)
 	}
 	cmd.Wait()

@@ -155,7 +155,7 @@ for (const transport of ['stdio', 'http']) {
     });
 
     // The one variable the sidecar adds to a stdio server's environment
-    // (README, "Configuration"): on Linux, a random id per server process,
+    // (docs/configuration.md, "Environment of stdio servers"): on Linux, a random id per server process,
     // by which its orphans are told apart. Checked, then left out of the
     // comparison with the direct client.
     const withoutMarker = (got) => {

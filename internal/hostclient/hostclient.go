@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
-	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
 
 // Notification is one notification from the sidecar.
@@ -33,9 +32,21 @@ type Options struct {
 	// MaxFrameBytes bounds a frame from the sidecar (a 50,000-tool catalog
 	// is over 100 MiB); zero means the protocol default.
 	MaxFrameBytes int64
-	// Checker, when set, checks every message in both directions against
-	// the protocol schema (tests set it; see schema.Checker).
-	Checker *schema.Checker
+	// Checker, when set, sees every message in both directions (tests set
+	// it to a *schema.Checker, which checks them against the protocol
+	// schema).
+	Checker Checker
+}
+
+// Checker sees the messages a host exchanges with its sidecar. It is an
+// interface, not the schema package's type, so that the binary, which
+// runs a Client for its commands for people, does not link the protocol
+// schema and its validator only tests use.
+type Checker interface {
+	// HostStreams returns r (the sidecar's output) and w (its input)
+	// wrapped so that every message read from r and written to w passes
+	// the checker. Closing the returned writer closes w.
+	HostStreams(r io.Reader, w io.WriteCloser) (io.Reader, io.WriteCloser)
 }
 
 // Client is a connection to one sidecar.
@@ -51,8 +62,7 @@ type Client struct {
 // stdin) until the sidecar's output ends, ctx ends or Close is called.
 func New(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
 	if opts.Checker != nil {
-		r = opts.Checker.Reader(schema.SidecarToHost, r)
-		w = opts.Checker.Writer(schema.HostToSidecar, w)
+		r, w = opts.Checker.HostStreams(r, w)
 	}
 	c := &Client{
 		conn:   protocol.NewConn(r, w, protocol.ConnOptions{MaxFrameBytes: opts.MaxFrameBytes}),

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/schema"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 )
 
 // Env is what a command may use of the world. main fills it from the
@@ -37,10 +37,11 @@ type Env struct {
 	// OpenBrowser opens a URL in the user's browser (login); nil is the
 	// system's opener (xdg-open, open, start).
 	OpenBrowser func(ctx context.Context, url string) error
-	// Checker, when set, checks every message between a command and its
-	// in-process sidecar against the protocol schema (tests set it; see
-	// schema.Checker). A command runs one sidecar at a time.
-	Checker *schema.Checker
+	// Checker, when set, sees every message between a command and its
+	// in-process sidecar (tests set it to a *schema.Checker, which checks
+	// them against the protocol schema). A command runs one sidecar at a
+	// time.
+	Checker hostclient.Checker
 
 	// The person's choices from the flags every command for people has
 	// (--no-color, --verbose), set by parseFlags.

@@ -28,9 +28,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testWait is a safety net, never the thing under test.
-const testWait = 20 * time.Second
-
 // running reports whether pid runs (a zombie does not).
 func running(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
