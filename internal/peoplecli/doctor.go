@@ -420,4 +420,3 @@ func catalogBytes(tools []listedTool) int {
 	}
 	return n
 }
-
