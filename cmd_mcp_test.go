@@ -151,8 +151,8 @@ func TestCmdMCPBadCommandLine(t *testing.T) {
 	}
 }
 
-// TestCmdMCPHTTP: two clients of one --http gateway, each with its own
-// session; a request without the token, or from another site's page, is
+// TestCmdMCPHTTP: two clients of one --http gateway (MCP 2025-11-25, which
+// has HTTP sessions), each with its own session; a request without the token, or from another site's page, is
 // refused.
 func TestCmdMCPHTTP(t *testing.T) {
 	isolate(t)
@@ -173,7 +173,7 @@ func TestCmdMCPHTTP(t *testing.T) {
 	var sessions []*mcp.ClientSession
 	for i := range 2 {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("client %d: %v", i, err)
 		}

@@ -22,6 +22,10 @@ import (
 type client struct {
 	g      *Gateway
 	server *mcp.Server
+	// shared: the client of every sessionless request (MCP 2026-07-28
+	// over HTTP), one host session for all of them, open until the
+	// gateway closes.
+	shared bool
 
 	attachOnce sync.Once
 	closeOnce  sync.Once
@@ -115,6 +119,10 @@ func (c *client) serverStarted() {
 // attach records the client's MCP session and closes the host session
 // when it ends.
 func (c *client) attach(ss *mcp.ServerSession) {
+	if c.shared {
+		// A session of one request: the host session outlives it.
+		return
+	}
 	c.attachOnce.Do(func() {
 		c.mu.Lock()
 		c.ss = ss
@@ -287,9 +295,9 @@ func (c *client) notification(n hostclient.Notification) {
 	}
 }
 
-// progress relays a server's progress for a call of this client.
-func (c *client) progress(token any, v protocol.ProgressValue) {
-	ss := c.session()
+// progress relays a server's progress for a call of this client, on
+// the session of the request that made it.
+func (c *client) progress(ss *mcp.ServerSession, token any, v protocol.ProgressValue) {
 	if ss == nil {
 		return
 	}
@@ -307,6 +315,9 @@ func (c *client) progress(token any, v protocol.ProgressValue) {
 // sampling, roots), within the client's capabilities.
 func (c *client) serverRequest(ctx context.Context, method, server string, params json.RawMessage) (any, error) {
 	ss := c.session()
+	if c.shared {
+		ss = c.oldestRoundSession()
+	}
 	if ss == nil {
 		return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "the client is not connected")
 	}

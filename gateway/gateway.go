@@ -79,6 +79,7 @@ type Gateway struct {
 // session and the token the client gave.
 type progressTarget struct {
 	c     *client
+	ss    *mcp.ServerSession // the session of the request
 	token any
 }
 
@@ -218,12 +219,12 @@ func (g *Gateway) clientOf(sessionID string) *client {
 
 // progressToken makes a host token for a client's progress token; done
 // forgets it.
-func (g *Gateway) progressToken(c *client, token any) (json.RawMessage, func()) {
+func (g *Gateway) progressToken(c *client, ss *mcp.ServerSession, token any) (json.RawMessage, func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.nextTok++
 	tok := fmt.Sprintf("g%d", g.nextTok)
-	g.progress[tok] = progressTarget{c: c, token: token}
+	g.progress[tok] = progressTarget{c: c, ss: ss, token: token}
 	raw, _ := json.Marshal(tok)
 	return raw, func() {
 		g.mu.Lock()
@@ -250,7 +251,7 @@ func (g *Gateway) notification(n hostclient.Notification) {
 		t, ok := g.progress[tok]
 		g.mu.Unlock()
 		if ok {
-			t.c.progress(t.token, p.Value)
+			t.c.progress(t.ss, t.token, p.Value)
 		}
 		return
 	}

@@ -29,13 +29,25 @@ type HTTPOptions struct {
 // loopback name while the connection came to a loopback address (DNS
 // rebinding; go-sdk's check), or without the token.
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
 		// A server costs nothing until a session connects to it: its
 		// host session opens at the session's first request.
 		return g.newClient().server
 	}, &mcp.StreamableHTTPOptions{Logger: g.logger})
+	// MCP 2026-07-28 has no HTTP sessions: every request says its
+	// protocol version and stands alone. They share one host session.
+	shared := g.newClient()
+	shared.shared = true
+	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
+		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opts.Token != "" && !bearerOK(r, opts.Token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sidecar"`)

@@ -27,6 +27,7 @@ const abandonAfter = 10 * time.Minute
 // roundCall is a host tools/call of a modern client spanning rounds.
 type roundCall struct {
 	id     string
+	ss     *mcp.ServerSession // the first round's (its capabilities)
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the host answered
 	res    json.RawMessage
@@ -74,7 +75,7 @@ func (c *client) callRounds(ctx context.Context, req *mcp.CallToolRequest, p pro
 		}
 		rc.mu.Unlock()
 	} else {
-		rc = c.startRounds(p, ended)
+		rc = c.startRounds(req.Session, p, ended)
 	}
 	select {
 	case <-rc.done:
@@ -109,9 +110,9 @@ func (c *client) callRounds(ctx context.Context, req *mcp.CallToolRequest, p pro
 	}
 }
 
-func (c *client) startRounds(p protocol.ToolsCallParams, ended func()) *roundCall {
+func (c *client) startRounds(ss *mcp.ServerSession, p protocol.ToolsCallParams, ended func()) *roundCall {
 	ctx, cancel := context.WithCancel(c.life)
-	rc := &roundCall{cancel: cancel, done: make(chan struct{}), asks: make(chan *ask), waiting: map[string]*ask{}}
+	rc := &roundCall{ss: ss, cancel: cancel, done: make(chan struct{}), asks: make(chan *ask), waiting: map[string]*ask{}}
 	rc.abandon = time.AfterFunc(abandonAfter, func() { c.endRounds(rc) })
 	rc.abandon.Stop()
 	c.mu.Lock()
@@ -173,4 +174,15 @@ func (c *client) askRounds(ctx context.Context, req mcp.InputRequest) (mcp.Input
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// oldestRoundSession is the session of the oldest call in progress: whom
+// a question of the shared host session goes to.
+func (c *client) oldestRoundSession() *mcp.ServerSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.order) == 0 {
+		return nil
+	}
+	return c.order[0].ss
 }

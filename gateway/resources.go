@@ -12,6 +12,11 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
+// noCache is the caching hint of the gateway's lists (MCP 2026-07-28):
+// stale at once, and for this user only. They merge servers whose lists
+// change (list_changed) and start (a dormant server's first use).
+var noCache = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+
 // codeResourceNotFound is MCP's error for a resource no server has.
 const codeResourceNotFound = -32002
 
@@ -61,7 +66,7 @@ func (c *client) listResources(ctx context.Context) (*mcp.ListResourcesResult, e
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: noCache}
 	for _, s := range servers {
 		var res mcp.ListResourcesResult
 		if err := c.call(ctx, protocol.MethodResourcesList, listParams{id, s, true}, &res); err != nil {
@@ -83,7 +88,7 @@ func (c *client) listTemplates(ctx context.Context) (*mcp.ListResourceTemplatesR
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: noCache}
 	var owners []templateOwner
 	for _, s := range servers {
 		var res mcp.ListResourceTemplatesResult
@@ -164,7 +169,7 @@ func (c *client) listPrompts(ctx context.Context) (*mcp.ListPromptsResult, error
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: noCache}
 	for _, s := range servers {
 		var res mcp.ListPromptsResult
 		if err := c.call(ctx, protocol.MethodPromptsList, listParams{id, s, true}, &res); err != nil {

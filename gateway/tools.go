@@ -19,7 +19,7 @@ import (
 // the others. Several servers: qualified names; one: its own names.
 func (c *client) listTools(ctx context.Context) (*mcp.ListToolsResult, error) {
 	if c.g.opts.Deferred {
-		return &mcp.ListToolsResult{Tools: deferredTools()}, nil
+		return &mcp.ListToolsResult{Tools: deferredTools(), Cacheable: noCache}, nil
 	}
 	id, err := c.hostSession(ctx)
 	if err != nil {
@@ -32,7 +32,7 @@ func (c *client) listTools(ctx context.Context) (*mcp.ListToolsResult, error) {
 		return nil, mcpError(err)
 	}
 	single := c.single()
-	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(res.Tools))}
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(res.Tools)), Cacheable: noCache}
 	for _, raw := range res.Tools {
 		t, err := toolOf(raw, single != "")
 		if err != nil {
@@ -138,7 +138,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	forget := func() {}
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		var hostTok json.RawMessage
-		hostTok, forget = c.g.progressToken(c, tok)
+		hostTok, forget = c.g.progressToken(c, req.Session, tok)
 		if p.Meta == nil {
 			p.Meta = map[string]json.RawMessage{}
 		}
