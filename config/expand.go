@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,20 @@ type expander struct {
 	// collects the ids the server being decoded refers to.
 	inputs map[string]Input
 	used   map[string]bool
+	// values collects what references to the environment put into the
+	// server being decoded (ServerConfig.Expanded).
+	values []string
+}
+
+// noteValue records v, the value of environment variable name that a
+// reference put into the server being decoded, unless every stdio child
+// inherits that variable anyway (AllowedEnv: HOME, PATH, ...), which is
+// not a secret and would blank paths out of every message.
+func (x *expander) noteValue(name, v string) {
+	if v == "" || slices.Contains(AllowedEnv(), name) || slices.Contains(x.values, v) {
+		return
+	}
+	x.values = append(x.values, v)
 }
 
 // maxExpansion bounds what the references of one file expand to, in
@@ -97,6 +112,7 @@ func (x *expander) expand(s string) (out string, problem string) {
 func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
 	if name, isEnv := strings.CutPrefix(ref, "env:"); isEnv {
 		if v, set := x.env(name); set {
+			x.noteValue(name, v)
 			return v, true, ""
 		}
 		return "", false, fmt.Sprintf("environment variable %q (in ${%s}) is not set", name, ref)
@@ -133,11 +149,13 @@ func (x *expander) resolve(ref string) (val string, ok bool, problem string) {
 		if !set || v == "" {
 			return def, true, ""
 		}
+		x.noteValue(name, v)
 		return v, true, ""
 	}
 	if !set {
 		return "", false, fmt.Sprintf("environment variable %q is not set (write ${%s:-default} to give a default)", name, name)
 	}
+	x.noteValue(name, v)
 	return v, true, ""
 }
 

@@ -174,3 +174,112 @@ func TestInputRequestsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownResultType: a modern server's result whose resultType this
+// client does not know (nor a string) fails its request with
+// ErrMalformedResult, naming the server and the value, whatever the
+// request and however it was sent; it is not taken for a complete result,
+// and the connection goes on.
+func TestUnknownResultType(t *testing.T) {
+	for _, tc := range []struct {
+		name, resultType, want string
+	}{
+		{"a word of a later revision", `"deferred"`, `resultType "deferred"`},
+		{"not a string", `7`, `resultType 7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"resultType":` + tc.resultType + `}`)
+			c := connect(t, Options{Config: fixture.Config("fx", rawModern("", map[string]json.RawMessage{
+				"tools/call":     result,
+				"resources/read": result,
+				"prompts/list":   result,
+			}))})
+			ctx := testCtx(t)
+			_, callErr := c.CallTool(ctx, "echo", nil, nil)
+			ch := make(answerChan, 1)
+			if _, err := c.StartToolCall("echo", nil, nil, nil, ch); err != nil {
+				t.Fatal(err)
+			}
+			started := <-ch
+			_, readErr := c.ReadResource(ctx, "file:///x")
+			_, listErr := c.ListPromptsPage(ctx, "")
+			for i, err := range []error{callErr, started.err, readErr, listErr} {
+				if !errors.Is(err, ErrMalformedResult) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `server "fx"`) {
+					t.Errorf("request %d: %v, want ErrMalformedResult naming the server and %s", i, err, tc.want)
+				}
+			}
+			if _, err := c.ListToolsPage(ctx, ""); err != nil {
+				t.Errorf("the connection after the refusals: %v", err)
+			}
+		})
+	}
+}
+
+// TestListenRefusalDoesNotStick: a modern server that refuses
+// subscriptions/listen fails that Subscribe; a later Subscribe of the same
+// resource asks the server again rather than repeat the old refusal.
+func TestListenRefusalDoesNotStick(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	spec := rawModern(rawLog, map[string]json.RawMessage{
+		"server/discover": json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"resources":{"subscribe":true}},"serverInfo":{"name":"raw","version":"1"}}`),
+	})
+	spec.Raw.Errors = map[string]json.RawMessage{"subscriptions/listen": json.RawMessage(`{"code":-32603,"message":"listening is down"}`)}
+	c := connect(t, Options{Config: fixture.Config("fx", spec)})
+	if err := c.ListenRefused(); err != nil {
+		t.Errorf("ListenRefused() = %v before any stream", err)
+	}
+	for i := range 2 {
+		err := c.Subscribe(testCtx(t), "file:///watched")
+		var se *ServerError
+		if !errors.As(err, &se) || se.Code != -32603 {
+			t.Errorf("Subscribe %d: %v, want the server's refusal", i, err)
+		}
+		// Reported for servers/status.
+		if !errors.As(c.ListenRefused(), &se) || se.Code != -32603 {
+			t.Errorf("ListenRefused() = %v after Subscribe %d, want the server's refusal", c.ListenRefused(), i)
+		}
+	}
+	if n := calls(rawLog, "subscriptions/listen"); n != 2 {
+		t.Errorf("the server read %d subscriptions/listen, want one per Subscribe (2)", n)
+	}
+}
+
+// TestModernServerRequestRefused: a 2026-07-28 server has no requests of
+// its own (input goes in an input_required result): one it sends anyway
+// is answered -32601, and the host is not asked.
+func TestModernServerRequestRefused(t *testing.T) {
+	spec := rawModern("", nil)
+	spec.Raw.AskOnCall = json.RawMessage(`{"jsonrpc":"2.0","method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}}}}`)
+	asked := make(chan struct{}, 1)
+	c := connect(t, Options{
+		Config:      fixture.Config("fx", spec),
+		Elicitation: true,
+		Handlers: Handlers{Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			asked <- struct{}{}
+			return json.RawMessage(`{"action":"decline"}`), nil
+		}},
+	})
+	res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw server answers the call with the client's answer to its
+	// request.
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 {
+		t.Fatalf("result %s", res)
+	}
+	var answer struct {
+		Error *struct{ Code int } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.Content[0].Text), &answer); err != nil || answer.Error == nil || answer.Error.Code != -32601 {
+		t.Errorf("the server's request was answered %s, want -32601", r.Content[0].Text)
+	}
+	select {
+	case <-asked:
+		t.Error("the host was asked")
+	default:
+	}
+}

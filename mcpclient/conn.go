@@ -99,9 +99,10 @@ type Options struct {
 	// servers only.
 	Extensions map[string]json.RawMessage
 	// Era is what the sidecar learnt of the server before (Conn.Era of an
-	// earlier connection), or EraUnknown. EraLegacy skips the modern probe;
-	// EraModern skips the fallback wait. A hint that turns out wrong is
-	// probed again once. protocol_version, when set, decides instead.
+	// earlier connection), or EraUnknown. EraLegacy skips the modern probe
+	// (a hint that turns out wrong is probed again once); EraModern probes
+	// as EraUnknown does, within the probe's bound. protocol_version, when
+	// set, decides instead.
 	Era Era
 	// MaxServerRequests bounds the server's requests waiting on the host
 	// at once (default DefaultMaxServerRequests).
@@ -110,6 +111,9 @@ type Options struct {
 	Logger            *slog.Logger // nil: discard
 	// StderrBytes is the size of the stderr tail kept (default 64 KiB).
 	StderrBytes int
+	// Secrets are replaced in the server's stderr as it is read, before
+	// its lines reach the tail, Handlers.StderrLine or Logger (nil: none).
+	Secrets *redact.Secrets
 	// MaxLineBytes bounds one message from the server: a stdout line, an
 	// HTTP body or SSE event (default 64 MiB).
 	MaxLineBytes int
@@ -159,6 +163,9 @@ type Options struct {
 	// probeWait bounds the wait for the answer to a stdio server's
 	// server/discover probe; 0: defaultProbeWait (tests).
 	probeWait time.Duration
+	// getDelay is the first pause before a legacy HTTP session's GET
+	// stream is opened again; 0: getFirstDelay (tests).
+	getDelay time.Duration
 }
 
 // Handlers receive what the server sends on its own. All are optional.
@@ -298,9 +305,12 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 	}
 	c := newConn(opts)
 	var err error
-	if c.transport == config.TransportHTTP {
+	switch {
+	case c.transport == config.TransportHTTP && opts.Config.SSE:
+		err = c.connectSSE(ctx)
+	case c.transport == config.TransportHTTP:
 		err = c.connectHTTP(ctx)
-	} else {
+	default:
 		err = c.connectStdio(ctx)
 	}
 	if err != nil {
@@ -380,13 +390,14 @@ func (c *Conn) processGone() bool {
 }
 
 // respawn replaces the server process with a new one: the first exited,
-// or is in no state to be talked to, after the probe.
-func (c *Conn) respawn() error {
+// or is in no state to be talked to, after the request died of (the
+// probe, or a legacy-hinted initialize), and the next goes to the new one.
+func (c *Conn) respawn(died, next string) error {
 	old, oldLC, oldEnded := c.proc, c.lc, c.readEnded
 	oldLC.Close()
 	old.stop(0, c.opts.TermGrace)
 	<-oldEnded
-	c.opts.Logger.Info("server exited on the server/discover probe: started again for initialize", "server", c.name)
+	c.opts.Logger.Info("server exited on "+died+": started again for "+next, "server", c.name)
 	return c.spawn()
 }
 
@@ -458,6 +469,7 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %q: ", c.name)
 	var se *ServerError
+	var rp *reprobeError
 	switch {
 	case status != "":
 		fmt.Fprintf(&b, "exited during startup (%s)", status)
@@ -465,6 +477,8 @@ func (c *Conn) startupFailed(ctx context.Context, err error) error {
 		fmt.Fprintf(&b, "initialize failed: %v", fatal)
 	case timedOut:
 		b.WriteString("did not answer initialize in time")
+	case errors.As(err, &rp):
+		b.WriteString(strings.TrimPrefix(rp.Error(), fmt.Sprintf("server %q: ", c.name)))
 	case errors.As(err, &se):
 		fmt.Fprintf(&b, "%s failed: %s (code %d)", se.Method, se.Message, se.Code)
 	default:

@@ -15,9 +15,21 @@ import (
 // a stdio line), never decoded into Go values and encoded again.
 
 // protocolMetaPrefix starts the _meta keys the protocol reserves for
-// itself (io.modelcontextprotocol/protocolVersion and the others): on a
-// modern connection they are the connection's, never the caller's.
+// itself (io.modelcontextprotocol/protocolVersion and the others).
 const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// connectionMetaKey reports whether k is a _meta key a modern connection
+// sets on every request itself (modernMeta): the caller's value of such a
+// key is not sent, as the connection's is. Other keys of the protocol's
+// space (a related task, an extension's) are the caller's to send.
+func connectionMetaKey(k string) bool {
+	switch k {
+	case protocolMetaPrefix + "protocolVersion", protocolMetaPrefix + "clientInfo",
+		protocolMetaPrefix + "clientCapabilities", protocolMetaPrefix + "logLevel":
+		return true
+	}
+	return false
+}
 
 // encodeToolCall builds the tools/call request line of the request id:
 // one part for a small request, three (head, the arguments in place,
@@ -106,13 +118,13 @@ const rawWriteInPlace = 64 << 10
 // appendMeta appends the _meta object of a request: the connection's own
 // members proto (modern connections), then the caller's meta, keys sorted,
 // with json.RawMessage values compacted and otherwise as they are, other
-// values encoded without HTML escaping. A caller's key in the protocol's
-// reserved space is not sent on a modern connection: those are the
-// connection's.
+// values encoded without HTML escaping. A caller's key that the
+// connection sets itself (connectionMetaKey) is not sent on a modern
+// connection.
 func appendMeta(dst []byte, meta map[string]any, proto []byte) ([]byte, error) {
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
-		if len(proto) > 0 && strings.HasPrefix(k, protocolMetaPrefix) {
+		if len(proto) > 0 && connectionMetaKey(k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -356,4 +368,170 @@ func topMember(obj []byte, name string) []byte {
 		}
 		i++
 	}
+}
+
+// outerMember is topMember reading the object's members from both ends in
+// turn, from the back first when backFirst is set, so that a member near
+// either end is found without a pass over the others (obj is valid JSON).
+func outerMember(obj []byte, name string, backFirst bool) []byte {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	end := len(obj) - 1
+	for end > i && isSpace(obj[end]) {
+		end--
+	}
+	// front: where the next member from the front starts; back: the ','
+	// or '}' after the next member from the back. The two meet when every
+	// member was read.
+	front, back := skipSpace(obj, i+1), end
+	if front >= back || obj[front] != '"' {
+		return nil // {} or not an object
+	}
+	fromFront := !backFirst
+	for {
+		var v []byte
+		var more bool
+		if fromFront {
+			v, more = frontMember(obj, name, &front, back)
+		} else {
+			v, more = backMember(obj, name, front, &back)
+		}
+		if v != nil || !more {
+			return v
+		}
+		fromFront = !fromFront
+	}
+}
+
+// frontMember reads the member at *front (before back): its value if its
+// name is name, else whether a member is left between the two, with
+// *front at it.
+func frontMember(obj []byte, name string, front *int, back int) (value []byte, more bool) {
+	f := *front
+	if f >= back || obj[f] != '"' {
+		return nil, false
+	}
+	kEnd := stringEnd(obj, f)
+	key := obj[f+1 : kEnd-1]
+	v := skipSpace(obj, kEnd)
+	if v >= len(obj) || obj[v] != ':' {
+		return nil, false
+	}
+	v = skipSpace(obj, v+1)
+	vEnd := valueEnd(obj, v)
+	if string(key) == name {
+		return bytes.TrimRight(obj[v:vEnd], " \t\r\n"), false
+	}
+	next := skipSpace(obj, vEnd)
+	if next >= back || obj[next] != ',' {
+		return nil, false // it was the last member left
+	}
+	*front = skipSpace(obj, next+1)
+	return nil, true
+}
+
+// backMember reads the member that ends before *back (the ',' or '}'
+// after it), not before front: its value if its name is name, else
+// whether a member is left between the two, with *back at the ',' before
+// it.
+func backMember(obj []byte, name string, front int, back *int) (value []byte, more bool) {
+	ve := *back - 1
+	for ve > front && isSpace(obj[ve]) {
+		ve--
+	}
+	vs := valueStart(obj, front, ve+1)
+	k := vs - 1
+	for k > front && isSpace(obj[k]) {
+		k--
+	}
+	if k <= front || obj[k] != ':' {
+		return nil, false
+	}
+	for k--; k > front && isSpace(obj[k]); k-- {
+	}
+	if k <= front || obj[k] != '"' {
+		return nil, false
+	}
+	ks := stringStart(obj, front, k)
+	if ks < front {
+		return nil, false
+	}
+	if string(obj[ks+1:k]) == name {
+		return obj[vs : ve+1], false
+	}
+	if ks == front {
+		return nil, false // it was the last member left
+	}
+	b := ks - 1
+	for b > front && isSpace(obj[b]) {
+		b--
+	}
+	if obj[b] != ',' {
+		return nil, false
+	}
+	*back = b
+	return nil, true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// stringStart returns the index of the opening quote of the string whose
+// closing quote is b[q], looking no further back than from (-1 if it is
+// not there).
+func stringStart(b []byte, from, q int) int {
+	for k := q; ; {
+		k = bytes.LastIndexByte(b[from:k], '"')
+		if k < 0 {
+			return -1
+		}
+		k += from
+		// b[k] opens the string unless it is escaped: an odd run of
+		// backslashes before it. (An opening quote follows a structural
+		// character, never a backslash.)
+		if !escapedQuote(b, from-1, k) {
+			return k
+		}
+	}
+}
+
+// valueStart returns where the JSON value that ends just before b[end]
+// starts, looking no further back than from.
+func valueStart(b []byte, from, end int) int {
+	if end <= from {
+		return from
+	}
+	switch b[end-1] {
+	case '"':
+		if s := stringStart(b, from, end-1); s >= from {
+			return s
+		}
+		return from
+	case '}', ']':
+		depth := 0
+		for k := end - 1; k >= from; k-- {
+			switch b[k] {
+			case '"':
+				s := stringStart(b, from, k)
+				if s < from {
+					return from
+				}
+				k = s
+			case '}', ']':
+				depth++
+			case '{', '[':
+				depth--
+				if depth == 0 {
+					return k
+				}
+			}
+		}
+		return from
+	}
+	k := end - 1
+	for k > from && !strings.ContainsRune(",:[{ \t\r\n", rune(b[k-1])) {
+		k--
+	}
+	return k
 }

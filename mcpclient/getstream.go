@@ -28,11 +28,12 @@ import (
 // dispatch like any other. Modern servers have no such stream
 // (subscriptions/listen is a request, read by go-sdk).
 
-// Bounds of the GET stream's reconnection: attempts in a row that bring
-// nothing new, and the pause before the first (it grows by half each time,
-// up to getMaxDelay; the server's retry field sets it instead).
+// The GET stream's reconnection: it is opened again as long as the
+// session lives, after a pause that starts at getFirstDelay and grows by
+// half at each break that brought nothing, up to getMaxDelay (the
+// server's retry field sets it instead); a stream that lived (an event
+// came, or it stayed open getMaxDelay) starts the pause over.
 const (
-	getRetries    = 5
 	getFirstDelay = time.Second
 	getMaxDelay   = 30 * time.Second
 )
@@ -55,13 +56,20 @@ func (c *Conn) startGetStream() {
 }
 
 // getStream reads the GET stream of the session conn (generation gen)
-// until ctx ends, the server refuses it, or it breaks getRetries times in a
-// row without a new event. Each message is dispatched in the order it
-// came.
+// until ctx ends (the session is renewed, or the connection ends) or the
+// server refuses it. Each message is dispatched in the order it came.
 func (c *Conn) getStream(ctx context.Context, conn mcp.Connection, gen uint32) {
 	lastID := ""
-	delay := getFirstDelay
-	for failures := 0; ; {
+	first := c.opts.getDelay
+	if first <= 0 {
+		first = getFirstDelay
+	}
+	now := c.opts.clock
+	if now == nil {
+		now = time.Now
+	}
+	delay := first
+	for {
 		resp, err := c.openGet(ctx, conn.SessionID(), lastID)
 		if ctx.Err() != nil {
 			if resp != nil {
@@ -69,7 +77,7 @@ func (c *Conn) getStream(ctx context.Context, conn mcp.Connection, gen uint32) {
 			}
 			return
 		}
-		progressed := false
+		lived, retry := false, time.Duration(0)
 		switch {
 		case err != nil:
 			c.opts.Logger.Debug("GET stream not opened", "server", c.name, peerlog.Err("err", err))
@@ -79,6 +87,10 @@ func (c *Conn) getStream(ctx context.Context, conn mcp.Connection, gen uint32) {
 			resp.Body.Close()
 			c.sessionLost(gen, fmt.Errorf("GET stream: %w", mcp.ErrSessionMissing))
 			return
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5:
+			// A server busy or restarting: asked again, later.
+			resp.Body.Close()
+			c.opts.Logger.Debug("GET stream refused for now", "server", c.name, "status", resp.StatusCode)
 		case resp.StatusCode/100 != 2:
 			// 405: the server has no such stream (MCP allows it); other
 			// statuses are taken the same way, as go-sdk does.
@@ -90,18 +102,17 @@ func (c *Conn) getStream(ctx context.Context, conn mcp.Connection, gen uint32) {
 				resp.Body.Close()
 				return
 			}
-			var retry time.Duration
+			opened := now()
+			var progressed bool
 			progressed, retry = c.readEvents(ctx, resp.Body, &lastID)
 			resp.Body.Close()
-			if retry > 0 {
-				delay = retry
-			}
+			lived = progressed || now().Sub(opened) >= getMaxDelay
 		}
-		if progressed {
-			failures = 0
-		} else if failures++; failures >= getRetries {
-			c.opts.Logger.Warn("the server's GET stream keeps breaking: given up", "server", c.name)
-			return
+		if lived {
+			delay = first
+		}
+		if retry > 0 {
+			delay = retry
 		}
 		if sleepCtx(ctx, delay) != nil {
 			return

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,9 +31,9 @@ import (
 //     stdio server that exited on the probe (some do) is started again
 //     and goes straight to initialize; over HTTP the fallback takes a
 //     fresh go-sdk connection.
-//   - Options.Era, what an earlier connection learnt, skips the probe
-//     (legacy) or its wait (modern); a hint that proves wrong is probed
-//     again, once.
+//   - Options.Era, what an earlier connection learnt: legacy skips the
+//     probe, and a hint that proves wrong is probed again, once; modern
+//     changes nothing (the probe keeps its bound).
 func (c *Conn) handshake(ctx context.Context) error {
 	switch v := c.opts.Config.ProtocolVersion; {
 	case v >= ModernProtocolVersion:
@@ -46,9 +47,12 @@ func (c *Conn) handshake(ctx context.Context) error {
 			return err
 		}
 		c.opts.Logger.Info("server no longer takes initialize: probing it again", "server", c.name, peerlog.Err("err", err))
-		return c.discover(ctx, ModernProtocolVersion, false)
+		return c.reprobe(ctx, err)
 	}
-	err := c.discover(ctx, ModernProtocolVersion, c.opts.Era != EraModern)
+	// A modern hint does not lift the probe's bound: a server that went
+	// back to a legacy version and ignores server/discover would hold the
+	// whole startup.
+	err := c.discover(ctx, ModernProtocolVersion, true)
 	var legacy *legacyServer
 	if !errors.As(err, &legacy) {
 		return err
@@ -100,7 +104,7 @@ func (c *Conn) startupCall(ctx context.Context, method string, params json.RawMe
 // initialize runs the legacy handshake: initialize with version, then
 // notifications/initialized.
 func (c *Conn) initialize(ctx context.Context, version string) error {
-	c.era = EraLegacy
+	c.setEra(EraLegacy)
 	c.meta = nil
 	c.capsRaw = c.capabilities(version, false)
 	params, err := marshalNoEscape(struct {
@@ -130,7 +134,9 @@ func (c *Conn) initialize(ctx context.Context, version string) error {
 	if err := c.w.notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
 		return err
 	}
-	if c.http != nil {
+	if c.http != nil && c.http.transport != nil {
+		// A Streamable HTTP session (not SSE, whose one stream is open):
+		// renewed with these params, and its standalone GET stream.
 		c.http.initParams = params
 		c.startGetStream()
 	}
@@ -269,7 +275,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 		if err == nil {
 			err = c.discovered(version, raw, pinned)
 			var legacy *legacyServer
-			if errors.As(err, &legacy) && legacy.version == "" && !(probe || c.opts.Era == EraModern && !pinned) {
+			if errors.As(err, &legacy) && legacy.version == "" && !probe {
 				return fmt.Errorf("server %q: %w", c.name, legacy.why)
 			}
 			return err
@@ -298,7 +304,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 			return err
 		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused():
 			return err // no other request would fare better
-		case probe || c.opts.Era == EraModern && !pinned:
+		case probe:
 			return &legacyServer{why: err}
 		}
 		return err
@@ -341,7 +347,7 @@ func (c *Conn) probeWait(ctx context.Context) time.Duration {
 // useModern makes the connection a modern one of version: every request
 // carries version, the client's identity and capabilities in _meta.
 func (c *Conn) useModern(version string) {
-	c.era = EraModern
+	c.setEra(EraModern)
 	c.protocol = version
 	c.capsRaw = c.capabilities(version, false)
 	c.meta = c.modernMeta(version, c.capsRaw)
@@ -422,11 +428,62 @@ func (c *Conn) authRefused() bool {
 }
 
 // wrongEra reports whether the failure of a legacy-hinted initialize may
-// be the server's change of era: an answer, not a crash or a timeout.
+// be the server's change of era (the hint is what an earlier connection
+// found, kept on disk): an answer that refuses it (a JSON-RPC error, also
+// in the body of an HTTP error status), or a stdio server that died of
+// it, as some die of a request they do not know. Not a timeout: a server
+// slow to start cannot be told from one that ignores initialize, and a
+// legacy server that answers late must not be sent server/discover after
+// initialize. Nor a refusal of the client's authorization, or a server
+// that cannot be reached: no other request would fare better.
 func (c *Conn) wrongEra(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || c.authRefused() || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrRedirectRefused) || errors.Is(err, ErrMessageTooLarge) {
+		return false
+	}
 	var se *ServerError
-	return ctx.Err() == nil && errors.As(err, &se)
+	return errors.As(err, &se) || c.proc != nil && errors.Is(err, ErrConnectionLost)
 }
+
+// reprobe runs the modern handshake after a legacy-hinted initialize that
+// failed as wrongEra says: on a new process if the server died of
+// initialize, on a fresh go-sdk connection over HTTP. When it fails too,
+// the error says both.
+func (c *Conn) reprobe(ctx context.Context, initErr error) error {
+	switch {
+	case c.http != nil:
+		c.http.rt.resetFailure()
+		if err := c.http.fresh(ctx); err != nil {
+			return &reprobeError{server: c.name, init: initErr, discover: err}
+		}
+	case c.processGone():
+		if waitClosed(c.proc.exited, 500*time.Millisecond) {
+			initErr = c.lostProcess() // its exit status and stderr, before they are gone
+		}
+		if err := c.respawn("initialize", "server/discover"); err != nil {
+			return &reprobeError{server: c.name, init: initErr, discover: err}
+		}
+	}
+	if err := c.discover(ctx, ModernProtocolVersion, false); err != nil {
+		return &reprobeError{server: c.name, init: initErr, discover: err}
+	}
+	return nil
+}
+
+// reprobeError is the failure of a legacy-hinted startup whose modern
+// probe failed too.
+type reprobeError struct {
+	server         string
+	init, discover error
+}
+
+func (e *reprobeError) Error() string {
+	prefix := fmt.Sprintf("server %q: ", e.server)
+	return fmt.Sprintf("%sinitialize failed: %s; server/discover, tried in case the server changed protocol, failed too: %s", prefix,
+		strings.TrimPrefix(e.init.Error(), prefix), strings.TrimPrefix(e.discover.Error(), prefix))
+}
+
+// Unwrap: the probe's error first, as the later of the two.
+func (e *reprobeError) Unwrap() []error { return []error{e.discover, e.init} }
 
 // fallBack runs the legacy handshake after a probe that found a legacy
 // server: on the same process when it still runs (else on a new one), or
@@ -440,7 +497,7 @@ func (c *Conn) fallBack(ctx context.Context, version string) error {
 		return c.initialize(ctx, version)
 	}
 	if c.processGone() {
-		if err := c.respawn(); err != nil {
+		if err := c.respawn("server/discover", "initialize"); err != nil {
 			return err
 		}
 		return c.initialize(ctx, version)
@@ -448,7 +505,7 @@ func (c *Conn) fallBack(ctx context.Context, version string) error {
 	err := c.initialize(ctx, version)
 	if err != nil && ctx.Err() == nil && c.processGone() {
 		// It went on reading, then died of the probe after all.
-		if err := c.respawn(); err != nil {
+		if err := c.respawn("server/discover", "initialize"); err != nil {
 			return err
 		}
 		return c.initialize(ctx, version)

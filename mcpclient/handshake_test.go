@@ -82,6 +82,11 @@ func TestNegotiation(t *testing.T) {
 				Errors:  map[string]json.RawMessage{"initialize": json.RawMessage(`{"code":-32601,"message":"\"initialize\" is not supported in the new protocol"}`)},
 			},
 			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
+		{name: "legacy hint, the server dies of initialize: probed again on a new process", hint: EraLegacy,
+			raw:  fixture.RawSpec{Results: map[string]json.RawMessage{"server/discover": json.RawMessage(modernDiscover)}, ExitOn: "initialize"},
+			want: []string{"initialize 2025-11-25", "server/discover 2026-07-28"}, era: EraModern, version: "2026-07-28"},
+		{name: "modern hint, probe unanswered: the probe's bound holds", hint: EraModern, wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
+			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 		{name: "probe unanswered: initialize on the same process", wait: 300 * time.Millisecond, raw: fixture.RawSpec{Unanswered: []string{"server/discover"}},
 			want: []string{"server/discover 2026-07-28", "initialize 2025-11-25"}, era: EraLegacy, version: "2025-11-25"},
 	} {
@@ -140,14 +145,16 @@ func TestProbeKillsServer(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestModernMetaIsTheConnections: the caller's _meta goes to a modern
-// server beside the protocol's own keys, byte for byte, but cannot
-// replace them.
+// server beside the connection's own keys, byte for byte, but cannot
+// replace them; its other keys of the protocol's space pass.
 func TestModernMetaIsTheConnections(t *testing.T) {
 	rawLog := filepath.Join(t.TempDir(), "raw.log")
 	c := connect(t, Options{Config: fixture.Config("fx", rawModern(rawLog, nil))})
 	_, err := c.CallTool(testCtx(t), "echo", json.RawMessage(`{}`), map[string]any{
 		"io.modelcontextprotocol/protocolVersion": "1999-01-01",
 		"io.modelcontextprotocol/clientInfo":      json.RawMessage(`{"name":"evil"}`),
+		"io.modelcontextprotocol/logLevel":        "emergency",
+		"io.modelcontextprotocol/related-task":    json.RawMessage(`{"taskId":"t1"}`),
 		"codex/sandbox-state":                     json.RawMessage(`{"b":1,"a":12345678901234567890}`),
 	})
 	if err != nil {
@@ -165,14 +172,38 @@ func TestModernMetaIsTheConnections(t *testing.T) {
 		`"io.modelcontextprotocol/clientCapabilities":{}`,
 		`"io.modelcontextprotocol/logLevel":"debug"`,
 		`"codex/sandbox-state":{"b":1,"a":12345678901234567890}`,
+		// The protocol's space holds the caller's keys too: only those
+		// the connection sets are its own.
+		`"io.modelcontextprotocol/related-task":{"taskId":"t1"}`,
 	} {
 		if !strings.Contains(line, want) {
 			t.Errorf("tools/call line lacks %s:\n%s", want, line)
 		}
 	}
-	for _, not := range []string{"1999-01-01", "evil"} {
+	for _, not := range []string{"1999-01-01", "evil", "emergency"} {
 		if strings.Contains(line, not) {
 			t.Errorf("tools/call line carries the caller's %s:\n%s", not, line)
 		}
+	}
+}
+
+// TestStaleLegacyHintBothFail: a legacy-hinted server that dies of
+// initialize and, started again, refuses server/discover fails its startup
+// with an error that says both.
+func TestStaleLegacyHintBothFail(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	spec := fixture.Spec{RawLogFile: rawLog, Raw: &fixture.RawSpec{ExitOn: "initialize"}}
+	c, err := Connect(testCtx(t), Options{Name: "fx", Config: fixture.Config("fx", spec), Era: EraLegacy})
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect succeeded")
+	}
+	for _, want := range []string{`server "fx": initialize failed: `, "exit status 4", "server/discover, tried in case the server changed protocol, failed too"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"initialize 2025-11-25", "server/discover 2026-07-28"}, handshakes(t, rawLog)); diff != "" {
+		t.Errorf("handshakes the server read (-want +got):\n%s", diff)
 	}
 }

@@ -228,6 +228,14 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" && req.Method == http.MethodPost && req.Header.Get(protocolVersionHeader) >= ModernProtocolVersion {
+		// MCP 2026-07-28 has no resumable streams (SEP-2575): a modern
+		// server's event ids mean nothing, yet go-sdk resumes a cut
+		// stream that had them with a GET, which such a server answers
+		// 405, and go-sdk then ends the whole connection. Without the
+		// ids, a cut stream fails its request alone.
+		resp.Body = &eventIDStripper{rc: resp.Body}
+	}
 	if mt != "text/event-stream" {
 		// A body is one message (or an error page): bounded like a stdout
 		// line. An event stream is bounded per event (MaxEventSize). A
@@ -379,10 +387,10 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	case http.StatusNotFound:
 		what = fmt.Sprintf("%s answered 404 Not Found: there is no MCP endpoint at this URL", t.url)
 		if path := strings.TrimSuffix(t.real.Path, "/"); strings.HasSuffix(path, "/sse") {
-			// A legacy HTTP+SSE URL: as the config error for type "sse" says.
+			// A legacy HTTP+SSE URL configured as Streamable HTTP.
 			u := *t.real
 			u.Path = strings.TrimSuffix(path, "/sse") + "/mcp"
-			what += fmt.Sprintf("; a server that had an SSE endpoint usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try %s)", redact.URL(u.String()))
+			what += fmt.Sprintf("; a server that had an SSE endpoint usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try %s), or give this URL type \"sse\" (the legacy HTTP+SSE transport)", redact.URL(u.String()))
 		} else if !strings.HasSuffix(path, "/mcp") {
 			u := *t.real
 			u.Path = path + "/mcp"
@@ -776,3 +784,90 @@ func (t *headerTransport) resetFailure() {
 	defer t.failMu.Unlock()
 	t.failure = nil
 }
+
+// eventIDStripper passes an event stream on without its id fields (the
+// lines "id:..." and "id"), so that the reader keeps no last event id and
+// never resumes. Lines end at '\n', as go-sdk's parser reads them.
+type eventIDStripper struct {
+	rc      io.ReadCloser
+	scratch []byte
+	out     []byte // filtered bytes not yet read, from pos
+	pos     int
+	head    []byte // the start of a line not decided yet (a prefix of "id:")
+	mode    int
+	err     error
+}
+
+// The modes of eventIDStripper: at the start of a line, passing a line
+// on, dropping an id line.
+const (
+	lineStart = iota
+	linePass
+	lineDrop
+)
+
+func (s *eventIDStripper) Read(p []byte) (int, error) {
+	for {
+		if s.pos < len(s.out) {
+			n := copy(p, s.out[s.pos:])
+			s.pos += n
+			return n, nil
+		}
+		s.out, s.pos = s.out[:0], 0
+		if s.err != nil {
+			if len(s.head) > 0 { // a last line without its end: not an id line
+				s.out = append(s.out, s.head...)
+				s.head = s.head[:0]
+				continue
+			}
+			return 0, s.err
+		}
+		if s.scratch == nil {
+			s.scratch = make([]byte, 32<<10)
+		}
+		n, err := s.rc.Read(s.scratch)
+		s.err = err
+		s.filter(s.scratch[:n])
+	}
+}
+
+// filter appends b to out without its id lines.
+func (s *eventIDStripper) filter(b []byte) {
+	for i := 0; i < len(b); {
+		switch s.mode {
+		case linePass, lineDrop:
+			j := bytes.IndexByte(b[i:], '\n')
+			end := len(b)
+			if j >= 0 {
+				end = i + j + 1
+			}
+			if s.mode == linePass {
+				s.out = append(s.out, b[i:end]...)
+			}
+			if j >= 0 {
+				s.mode = lineStart
+			}
+			i = end
+		case lineStart:
+			c := b[i]
+			i++
+			s.head = append(s.head, c)
+			switch h := string(s.head); {
+			case h == "i" || h == "id":
+				continue // not decided yet
+			case h == "id:" || h == "id\r":
+				s.mode = lineDrop
+			case h == "id\n":
+				// an id line of its own, dropped whole
+			default:
+				s.out = append(s.out, s.head...)
+				if c != '\n' {
+					s.mode = linePass
+				}
+			}
+			s.head = s.head[:0]
+		}
+	}
+}
+
+func (s *eventIDStripper) Close() error { return s.rc.Close() }

@@ -547,3 +547,55 @@ func TestHTTPSessionRenewedWithCurrentOAuthToken(t *testing.T) {
 		t.Errorf("%d refreshes, want 1", n)
 	}
 }
+
+// TestHTTPGetStreamKeepsReconnecting: a legacy session's GET stream that
+// the server keeps cutting is opened again for as long as the connection
+// lives, not given up after a few breaks: what the server sends once it
+// holds reaches the handlers.
+func TestHTTPGetStreamKeepsReconnecting(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "http-fx", Version: "1"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	const cuts = 12
+	var mu sync.Mutex
+	gets := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		gets++
+		n := gets
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if n <= cuts {
+			return // cut at once, nothing sent
+		}
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	changed := make(chan struct{}, 1)
+	c := connect(t, Options{
+		Config:   &config.ServerConfig{URL: srv.URL},
+		getDelay: time.Millisecond,
+		Handlers: Handlers{ToolListChanged: func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}},
+	})
+	if c.Era() != EraLegacy {
+		t.Fatalf("Era() = %q, want a legacy session", c.Era())
+	}
+	select {
+	case <-changed:
+	case <-testCtx(t).Done():
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no list_changed after %d GETs", gets)
+	}
+}

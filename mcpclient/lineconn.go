@@ -155,16 +155,35 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd returns the index just past the string starting at b[i] ('"').
+// It jumps from quote to quote (bytes.IndexByte), as a result's strings
+// (a file, an image in base64) are most of its bytes: a quote is the
+// string's end unless an odd run of backslashes comes before it.
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
 		}
+		q := j + k
+		if escapedQuote(b, i, q) {
+			j = q + 1
+			continue
+		}
+		return q + 1
 	}
 	return len(b)
+}
+
+// escapedQuote reports whether the quote b[q] of the string that starts
+// at b[open] is escaped: an odd run of backslashes before it (in a JSON
+// string a backslash starts an escape, and only the escape of a backslash
+// has a backslash second).
+func escapedQuote(b []byte, open, q int) bool {
+	n := 0
+	for p := q - 1; p > open && b[p] == '\\'; p-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // valueEnd returns the index just past the JSON value starting at b[i].

@@ -45,14 +45,22 @@ var sheddingWait = 100 * time.Millisecond
 var ErrTooManyRounds = errors.New("too many rounds of input requests")
 
 // resultType is the top-level resultType of a result ("" when it has
-// none, which means complete). The cheap test first: most results do not
-// name it at all, and a large result is not scanned member by member.
+// none, which means complete), or the member's JSON text when it is not
+// one of the values this client knows. The cheap test first: most results
+// do not name it at all. Then the members are read from both ends in
+// turn, from the end nearer to where the name first appears: go-sdk
+// writes resultType first in most results and last (or next to last) in a
+// CallToolResult, whose content before it may be large.
 func resultType(result []byte) string {
-	if !bytes.Contains(result, []byte(`"resultType"`)) {
+	at := bytes.Index(result, []byte(`"resultType"`))
+	if at < 0 {
 		return ""
 	}
-	v := topMember(result, "resultType")
+	// Where its name first appears says from which end to read.
+	v := outerMember(result, "resultType", at > len(result)/2)
 	switch string(v) { // no allocation: compared, not converted
+	case "":
+		return ""
 	case `"complete"`:
 		return resultComplete
 	case `"input_required"`:
@@ -60,11 +68,20 @@ func resultType(result []byte) string {
 	case `"task"`:
 		return resultTask
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return ""
+	return string(v)
+}
+
+// resultKind is the resultType of a modern server's result to method. A
+// value this client does not know (a later revision's, or not a string)
+// is an error: taking such a result for a complete one would hand the
+// caller a result that may not hold what it asked for.
+func (c *Conn) resultKind(method string, result []byte) (string, error) {
+	switch kind := resultType(result); kind {
+	case "", resultComplete, resultInputRequired, resultTask:
+		return kind, nil
+	default:
+		return "", fmt.Errorf("server %q answered %s with resultType %.80s, which this client does not know: %w", c.name, method, kind, ErrMalformedResult)
 	}
-	return s
 }
 
 // inputRequired is a result that asks for input.
@@ -292,13 +309,9 @@ func (r *rounds) cancel(cause error) {
 // asks for input, on a goroutine of the connection. result is a slice of
 // the line read: what the rounds need of it is copied before this
 // returns.
-func (w *wire) startRounds(id int64, e entry, kind string, result json.RawMessage) {
+func (w *wire) startRounds(id int64, e entry, result json.RawMessage) {
 	c := w.c
 	res := bytes.Clone(result)
-	if kind != resultInputRequired {
-		e.done.CallEnded(res, nil)
-		return
-	}
 	ctx, stop := context.WithCancelCause(c.life)
 	r := &rounds{ctx: ctx, stop: stop, done: e.done}
 	call := *e.started

@@ -34,11 +34,18 @@ const CodeClientBusy = -32018
 // for as long as the host takes.
 func (c *Conn) serverRequest(req *jsonrpc.Request) {
 	params := req.Params // the message's own bytes (a copy of the line's)
-	switch req.Method {
-	case "ping":
+	switch {
+	case req.Method == "ping":
 		c.reply(req.ID, json.RawMessage(`{}`), nil)
 		return
-	case "roots/list", "elicitation/create", "sampling/createMessage":
+	case c.w.era() == EraModern:
+		// MCP 2026-07-28 has no requests from the server: what it needs
+		// from the client it asks in an input_required result (mrtr.go).
+		// One sent anyway is not relayed to the host.
+		c.reply(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(
+			"method %q not found: a server of MCP %s asks for input in an input_required result", req.Method, ModernProtocolVersion)})
+		return
+	case req.Method == "roots/list", req.Method == "elicitation/create", req.Method == "sampling/createMessage":
 	default:
 		c.reply(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", req.Method)})
 		return

@@ -3,10 +3,13 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
 
 // The requests a caller sends. Each goes out with the connection's _meta
@@ -151,10 +154,63 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 	if err != nil {
 		return nil, fmt.Errorf("server %q: tool %q: %w", c.name, call.Name, err)
 	}
-	if c.era == EraModern && c.transport == config.TransportHTTP && len(call.Headers) > 0 {
-		ctx = withParamHeaders(ctx, call.Headers.Headers(args))
+	modernHTTP := c.era == EraModern && c.transport == config.TransportHTTP
+	hctx := ctx
+	if modernHTTP && len(call.Headers) > 0 {
+		hctx = withParamHeaders(ctx, call.Headers.Headers(args))
 	}
-	return c.callRounds(ctx, "tools/call", params, true)
+	res, err := c.callRounds(hctx, "tools/call", params, true)
+	var se *ServerError
+	if !modernHTTP || !errors.As(err, &se) || se.Code != codeHeaderMismatch {
+		return res, err
+	}
+	// The server's headers do not match the call's: the declarations the
+	// caller gave are not the tool's (a catalog listed before the tool
+	// changed). The tool's own, listed again, and the call sent once more.
+	bindings, ok := c.toolHeaders(ctx, call.Name)
+	if !ok || slices.EqualFunc(bindings, call.Headers, func(a, b mcpheader.Binding) bool { return a.Name == b.Name && slices.Equal(a.Path, b.Path) }) {
+		return res, err
+	}
+	c.opts.Logger.Info("server refused the call's Mcp-Param headers (-32020): sent again with the tool's declarations listed again", "server", c.name, "tool", call.Name)
+	return c.callRounds(withParamHeaders(ctx, bindings.Headers(args)), "tools/call", params, true)
+}
+
+// maxHeaderListPages bounds the tools/list pages read to find a tool's
+// header declarations again.
+const maxHeaderListPages = 100
+
+// toolHeaders lists the server's tools to find the x-mcp-header
+// declarations of the tool name; false if it is not listed, or its
+// declarations are invalid.
+func (c *Conn) toolHeaders(ctx context.Context, name string) (mcpheader.Bindings, bool) {
+	cursor := ""
+	for range maxHeaderListPages {
+		raw, err := c.ListToolsPage(ctx, cursor)
+		if err != nil {
+			return nil, false
+		}
+		var page struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if json.Unmarshal(raw, &page) != nil {
+			return nil, false
+		}
+		for _, t := range page.Tools {
+			if t.Name == name {
+				b, err := mcpheader.Parse(t.InputSchema)
+				return b, err == nil
+			}
+		}
+		if page.NextCursor == "" {
+			return nil, false
+		}
+		cursor = page.NextCursor
+	}
+	return nil, false
 }
 
 // checkCallParams checks the arguments (nil means {}) and the task (nil

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
 // process is one stdio server: the child, its pipes, and the goroutines
@@ -145,7 +146,7 @@ func startProcess(opts *Options) (*process, error) {
 		stopped:    make(chan struct{}),
 	}
 	p.stdout = newLineReader(outR, opts)
-	go p.readStderr(opts.Handlers.StderrLine, opts.Logger)
+	go p.readStderr(opts.Handlers.StderrLine, opts.Logger, opts.Secrets)
 	go func() {
 		err := cmd.Wait()
 		child.Waited()
@@ -225,7 +226,7 @@ func (p *process) stop(closeGrace, termGrace time.Duration) {
 		// What the server detached with no parent chain left to it (a
 		// double fork) was adopted by the reaper, which tells it by the
 		// server's marker: it ends with the connection, not only with the
-		// sidecar (README, "Reliability").
+		// sidecar (docs/reliability.md).
 		p.child.EndOrphans(termGrace)
 		p.child.Ended()
 		p.tree.release()
@@ -258,15 +259,21 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// readStderr keeps the tail of the server's stderr and passes each line on.
-// Lines longer than the ring are cut into pieces rather than buffered.
-func (p *process) readStderr(onLine func(string), logger *slog.Logger) {
+// readStderr keeps the tail of the server's stderr and passes each line on,
+// with the server's secrets replaced (Options.Secrets). Lines longer than
+// the reader's buffer are cut into pieces rather than buffered; the
+// scrubbing holds back each piece's end that may begin a secret, so that
+// a secret across two pieces is replaced too.
+func (p *process) readStderr(onLine func(string), logger *slog.Logger, secrets *redact.Secrets) {
 	defer close(p.stderrDone)
-	r := bufio.NewReaderSize(p.stderrR, 16<<10)
+	r := bufio.NewReaderSize(p.stderrR, stderrChunk)
+	scrub := redact.NewStream(secrets)
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(chunk) > 0 {
-			line := strings.TrimRight(string(chunk), "\r\n")
+		more := errors.Is(err, bufio.ErrBufferFull)
+		// What was held back goes out at the end of the input too.
+		if text := scrub.Next(string(chunk), more); text != "" || len(chunk) > 0 && !more {
+			line := strings.TrimRight(text, "\r\n")
 			p.stderr.add(line)
 			logger.Debug("server stderr", "server", p.name, peerlog.String("line", line))
 			if onLine != nil {
@@ -308,6 +315,9 @@ func (c *onceCloser) closeNow() bool {
 	})
 	return now
 }
+
+// stderrChunk is the most of a stderr line passed on at once.
+const stderrChunk = 16 << 10
 
 // ring keeps the last max bytes of stderr, cut at line boundaries.
 type ring struct {

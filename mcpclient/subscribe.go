@@ -33,6 +33,21 @@ func (c *Conn) Subscribe(ctx context.Context, uri string) error {
 	return err
 }
 
+// ListenRefused is a modern server's refusal of the connection's
+// subscriptions/listen stream (a *ServerError): list_changed
+// notifications and resource updates do not come from it until a stream
+// is accepted (Subscribe asks again). Nil when the stream works, is not
+// needed, or the server is legacy.
+func (c *Conn) ListenRefused() error {
+	l := c.subs.Load()
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
+}
+
 // Unsubscribe ends the subscription to uri.
 func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
 	if c.era == EraModern {
@@ -68,6 +83,9 @@ type listener struct {
 	cur    *stream // the stream in use; nil when there is nothing to ask for
 	closed bool
 	delay  time.Duration // before the next reopening
+	// refused is the server's refusal of the last stream (a JSON-RPC
+	// error), until a stream is acknowledged.
+	refused error
 }
 
 // stream is one subscriptions/listen request.
@@ -203,13 +221,18 @@ func (s *stream) CallEnded(_ json.RawMessage, err error) {
 		close(s.ended)
 	}
 	current := l.cur == s && !l.closed
+	var se *ServerError
+	refused := current && s.ctx.Err() == nil && errors.As(err, &se)
+	if refused {
+		l.refused = err
+	}
 	l.mu.Unlock()
 	if !current || s.ctx.Err() != nil {
 		return
 	}
-	var se *ServerError
-	if errors.As(err, &se) {
-		// The server refuses to listen: asking again would not change it.
+	if refused {
+		// The server refuses to listen: asking again at once would not
+		// change it (a later Subscribe asks again).
 		l.c.opts.Logger.Warn("the server refused subscriptions/listen: no list_changed or resource updates from it", "server", l.c.name, peerlog.Err("err", err))
 		return
 	}
@@ -329,6 +352,7 @@ func (l *listener) acknowledged(params json.RawMessage) {
 	}
 	s.agreed = p.Notifications.ResourceSubscriptions
 	l.delay = listenFirstDelay // it works: the next break starts the pause over
+	l.refused = nil
 	close(s.acked)
 }
 
@@ -353,11 +377,19 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 			Message: "the server offers no resource subscriptions (its capabilities have no resources.subscribe)"}
 	}
 	l.mu.Lock()
-	if l.uris[uri] && l.cur != nil {
-		s := l.cur
+	if s := l.cur; l.uris[uri] && s != nil && !s.over() {
+		// Asked for by the stream in use: its acknowledgment says whether
+		// the server agreed. A stream that ended (the server refused it)
+		// or that did not agree is asked for again below.
 		l.mu.Unlock()
-		_, err := s.waitAck(ctx)
-		return err
+		agreed, err := s.waitAck(ctx)
+		if err == nil && slices.Contains(agreed, uri) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, ctx.Err())
+		}
+		l.mu.Lock()
 	}
 	l.uris[uri] = true
 	l.mu.Unlock()
@@ -367,13 +399,29 @@ func (l *listener) subscribe(ctx context.Context, uri string) error {
 	}
 	agreed, err := s.waitAck(ctx)
 	if err != nil {
-		return fmt.Errorf("server %q: subscriptions/listen: %w", c.name, err)
-	}
-	if !slices.Contains(agreed, uri) {
-		return &ServerError{Server: c.name, Method: "subscriptions/listen", Code: -32602,
+		err = fmt.Errorf("server %q: subscriptions/listen: %w", c.name, err)
+	} else if !slices.Contains(agreed, uri) {
+		err = &ServerError{Server: c.name, Method: "subscriptions/listen", Code: -32602,
 			Message: fmt.Sprintf("the server did not agree to send updates of %q", uri)}
 	}
-	return nil
+	if err != nil {
+		// Not subscribed: the resource is not asked for by the streams
+		// that replace this one, and a later Subscribe asks again.
+		l.mu.Lock()
+		delete(l.uris, uri)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// over reports whether the stream's request ended.
+func (s *stream) over() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // unsubscribe drops uri from the stream.

@@ -105,6 +105,22 @@ func (w *wire) publish(t target) {
 	w.conn, w.gen = t.conn, t.gen
 }
 
+// era is the connection's era, read where the read loop may run during
+// the handshake (which sets it under w.mu: setEra).
+func (w *wire) era() Era {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c.era
+}
+
+// setEra sets the connection's era (the handshake) under w.mu, for the
+// read loop to read it there.
+func (c *Conn) setEra(era Era) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.era = era
+}
+
 // current is the current underlying connection and its generation.
 func (w *wire) current() (mcp.Connection, uint32) {
 	w.mu.Lock()
@@ -362,13 +378,19 @@ func (w *wire) deliver(id int64, result, errv json.RawMessage, respErr error) {
 	w.mu.Lock()
 	e, ok := w.pending[id]
 	delete(w.pending, id)
+	modern := w.c.era == EraModern // set before the request was registered
 	w.mu.Unlock()
 	if !ok {
 		return // a late answer to a request given up, or not ours
 	}
-	if e.started != nil && errv == nil && respErr == nil {
-		if kind := resultType(result); kind != "" && kind != resultComplete {
-			w.startRounds(id, e, kind, result)
+	if modern && errv == nil && respErr == nil {
+		kind, err := w.c.resultKind(e.method, result)
+		if err != nil {
+			e.done.CallEnded(nil, err)
+			return
+		}
+		if kind == resultInputRequired && e.started != nil {
+			w.startRounds(id, e, result)
 			return
 		}
 	}

@@ -166,6 +166,8 @@ type Conn struct {
 	readErr atomic.Pointer[error]
 
 	rel *releaser // nil unless ConnOptions.ReleaseMemoryAbove is set
+
+	hold holdQueue // what waits for the peer to read (hold.go)
 }
 
 // inflight is a request read and not yet answered.
@@ -293,10 +295,7 @@ func (c *Conn) dispatch(req *Request) {
 	default:
 	}
 	if req.IsNotification() {
-		if req.Method == MethodCancelRequest {
-			c.cancelRequest(req.Params)
-		}
-		c.handler.Handle(c.ctx, req)
+		c.handler.Handle(c.ctx, req) // a $/cancelRequest has cancelled (deliver)
 		return
 	}
 	ctx, cancel := context.WithCancelCause(c.base)
@@ -344,6 +343,9 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		delete(ids, string(key))
 	}
 	c.mu.Unlock()
+	if !ok && c.cancelHeld(p.ID) {
+		return // it waited for the peer to read (hold.go)
+	}
 	if !ok || req.uncancellable {
 		return // answered already, never existed, or not to be cancelled
 	}
@@ -398,7 +400,7 @@ func (c *Conn) finish(id json.RawMessage) bool {
 // written at once when nothing else is being written (Reply returns the
 // write's error), else queued (Reply returns nil). It does not wait for the
 // outbox's room either: an answer to a request already read is owed, and
-// the read loop is what stops while the peer does not read.
+// the peer's new requests are what wait while it does not read (hold.go).
 func (c *Conn) Reply(id json.RawMessage, result any) error {
 	raw, isRaw := result.(json.RawMessage)
 	if isRaw {
@@ -527,38 +529,6 @@ func (c *Conn) waitRoom() error {
 // handlers answer could have any number of requests read (each with a
 // handler running) before their answers fill the outbox.
 const maxOwed = 1024
-
-// pauseReading holds the read loop while what the peer has not taken
-// grows: while the outbox is full, until the peer has read half of what
-// waits (one record at warn says so per pause, one at info when reading
-// resumes), and while maxOwed answers are owed, until half of them are
-// handed to the writer (a record at info per pause). Close ends the wait.
-func (c *Conn) pauseReading() {
-	for {
-		if room := c.out.room(); room != nil {
-			frames, size := c.out.out.Pending()
-			c.log.Warn("the peer does not read what is written to it: reading its input paused",
-				"waiting_frames", frames, "waiting_bytes", size, "limit_frames", maxQueuedFrames, "limit_bytes", maxQueuedBytes)
-			select {
-			case <-room:
-				c.log.Info("the peer reads again: reading its input resumed")
-				continue
-			case <-c.closing:
-				return
-			}
-		}
-		if fewer := c.readAhead(); fewer != nil {
-			c.log.Info("requests read wait for their answers: reading paused until half of them are answered", "requests", maxOwed)
-			select {
-			case <-fewer:
-				continue
-			case <-c.closing:
-				return
-			}
-		}
-		return
-	}
-}
 
 // readAhead returns nil while fewer than maxOwed answers are owed, else a
 // channel closed once at most half of them are.

@@ -318,7 +318,8 @@ func quote(b []byte) string {
 // frameWriter is the one writer of a connection's outgoing frames: every
 // message leaves through it, each frame whole, in the order it was handed
 // over (an outbox.Outbox), in a single Write where it fits in a pooled
-// buffer, and as valid UTF-8 (see appendValidUTF8).
+// buffer, and as valid UTF-8 (see appendValidUTF8) with no lone surrogate
+// escape (loneSurrogates).
 //
 // A frame is written by its sender when nobody else writes (write,
 // writeRaw), else queued: the sender returns without waiting for the
@@ -328,8 +329,8 @@ func quote(b []byte) string {
 // both answer on their read loops could each wait for the other's reading
 // forever. What waits to be written is bounded by those who produce it:
 // past maxQueuedFrames or maxQueuedBytes the outbox is full (room), and
-// the read loop stops reading, and Notify and calls wait, until it is back
-// at half.
+// the peer's new requests wait to be handled (hold.go), and Notify and
+// calls wait, until it is back at half.
 type frameWriter struct {
 	w     io.Writer
 	bufs  sync.Pool // *bytes.Buffer
@@ -406,10 +407,11 @@ func (fw *frameWriter) writeLater(fill func(*bytes.Buffer) error) error {
 func (fw *frameWriter) writeRaw(head, payload, tail []byte) error {
 	n := len(head) + len(payload) + len(tail)
 	fw.sized(n)
-	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) {
+	if !utf8.Valid(head) || !utf8.Valid(payload) || !utf8.Valid(tail) || loneSurrogates(payload, false) {
 		// Rare: repaired whole (a sequence could straddle two parts) into
-		// a frame of its own.
+		// a frame of its own; payload is the caller's, not to be changed.
 		b := appendValidUTF8(make([]byte, headerRoom, headerRoom+n+n/8), slices.Concat(head, payload, tail))
+		loneSurrogates(b[headerRoom:], true)
 		frame := placeHeader(b)
 		_, err := fw.out.Post([][]byte{frame}, nil)
 		return err
@@ -443,7 +445,74 @@ func render(buf *bytes.Buffer, fill func(*bytes.Buffer) error) ([]byte, error) {
 	if body := b[headerRoom:]; !utf8.Valid(body) {
 		b = appendValidUTF8(make([]byte, headerRoom, len(b)+len(body)/8), body)
 	}
+	loneSurrogates(b[headerRoom:], true) // b is the frame's own
 	return placeHeader(b), nil
+}
+
+// loneSurrogates reports whether the JSON text b has a \u escape of a
+// UTF-16 surrogate that is not half of a pair: a high one (\ud800 to
+// \udbff) not followed by a low one's escape, or a low one (\udc00 to
+// \udfff) not preceded by a high one's. JSON's grammar allows them, but
+// they stand for no character, and strict parsers (Rust's serde_json)
+// refuse the whole message. With fix, each becomes \ufffd in place (the
+// same six bytes), as Go's encoding/json decodes it.
+func loneSurrogates(b []byte, fix bool) bool {
+	found := false
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u`))
+		if j < 0 {
+			return found
+		}
+		i += j
+		// An escape begins with an odd run of backslashes: in \\u the
+		// backslash is escaped and u is a letter.
+		run := 1
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			run++
+		}
+		if run%2 == 0 {
+			i += 2
+			continue
+		}
+		r, ok := hex4(b[i+2:])
+		switch {
+		case !ok || r < 0xd800 || r > 0xdfff:
+			i += 2
+			continue
+		case r < 0xdc00 && i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u':
+			if r2, ok := hex4(b[i+8:]); ok && r2 >= 0xdc00 && r2 <= 0xdfff {
+				i += 12 // a pair
+				continue
+			}
+		}
+		found = true
+		if !fix {
+			return true
+		}
+		copy(b[i:], `\ufffd`)
+		i += 6
+	}
+}
+
+// hex4 is the value of the four hex digits b starts with.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // placeHeader writes the header for the body that follows headerRoom bytes

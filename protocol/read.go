@@ -24,7 +24,7 @@ type response struct {
 // or a body, and the error of a failed read or reply write.
 func (c *Conn) readResponse() (response, error) {
 	for {
-		c.pauseReading()
+		c.waitHeld()
 		f, err := c.in.next()
 		var he *headerError
 		if errors.As(err, &he) {
@@ -104,7 +104,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 			return c.reject(m, CodeInvalidRequest, KindInvalidRequest, "invalid request: id must be a string, a number or null")
 		}
 	}
-	c.dispatch(req)
+	c.deliver(req)
 	return response{}, false, nil
 }
 

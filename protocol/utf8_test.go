@@ -178,3 +178,64 @@ func TestRawFrameRepairedWhole(t *testing.T) {
 		t.Errorf("written %q, want %q", got, want)
 	}
 }
+
+// TestLoneSurrogates: a \u escape of a surrogate that is not half of a
+// pair becomes \ufffd; pairs, other escapes and escaped backslashes stay.
+func TestLoneSurrogates(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`"plain"`, `"plain"`},
+		{`"\ud83d\ude00"`, `"\ud83d\ude00"`},               // a pair
+		{`"\uD83D\uDE00 \u00e9"`, `"\uD83D\uDE00 \u00e9"`}, // upper case, and no surrogate
+		{`"\ud83d"`, `"\ufffd"`},                           // a high one at the end
+		{`"a\ud83db"`, `"a\ufffdb"`},                       // followed by no escape
+		{`"\ud83d\u0041"`, `"\ufffd\u0041"`},               // followed by another escape
+		{`"\ud83d\ud83d\ude00"`, `"\ufffd\ud83d\ude00"`},   // a high one, then a pair
+		{`"\ude00"`, `"\ufffd"`},                           // a low one alone
+		{`"\ude00\ud83d"`, `"\ufffd\ufffd"`},               // the wrong order
+		{`"\\ud83d"`, `"\\ud83d"`},                         // an escaped backslash: text
+		{`"\\\ud83d"`, `"\\\ufffd"`},                       // an escaped backslash, then an escape
+		{`"\ud83d\n"`, `"\ufffd\n"`},
+		{`"\u12"`, `"\u12"`}, // not JSON; left alone
+	} {
+		b := []byte(tt.in)
+		found := loneSurrogates(b, true)
+		if string(b) != tt.want || found != (tt.in != tt.want) {
+			t.Errorf("loneSurrogates(%s) = %s, %v; want %s", tt.in, b, found, tt.want)
+		}
+	}
+}
+
+// TestFramesHaveNoLoneSurrogates: what a server wrote with a lone
+// surrogate escape reaches the peer with \ufffd in its place, on every
+// path a frame takes, and the caller's payload is left as it was.
+func TestFramesHaveNoLoneSurrogates(t *testing.T) {
+	small := json.RawMessage(`{"text":"x\ud83dy"}`)
+	large := json.RawMessage(`{"pad":"` + strings.Repeat("p", rawWriteThreshold) + `","text":"x\ud83dy"}`)
+	largeCopy := bytes.Clone(large)
+	var out bytes.Buffer
+	c := NewConn(strings.NewReader(""), &out, ConnOptions{})
+	c.trackForTest("1")
+	c.trackForTest("2")
+	if err := c.Reply(json.RawMessage("1"), small); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reply(json.RawMessage("2"), large); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Notify("note", small); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(large, largeCopy) {
+		t.Error("the caller's payload was changed")
+	}
+	br := bufio.NewReader(&out)
+	for i := range 3 {
+		body, err := readStrictFrame(br)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if bytes.Contains(body, []byte(`\ud83d`)) || !bytes.Contains(body, []byte(`"x\ufffdy"`)) {
+			t.Errorf("frame %d: %.80s...%s", i, body, body[max(0, len(body)-40):])
+		}
+	}
+}

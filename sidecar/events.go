@@ -42,6 +42,8 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		// What the connection logs may quote the server (its stderr, its
 		// errors): the server's secrets are scrubbed from it.
 		Logger: slog.New(redact.Handler(srv.logger.Handler(), sc.secrets())).With("server", sc.name, "session", sess.id),
+		// Its stderr is scrubbed as it is read, across the reader's chunks.
+		Secrets: sc.secrets(),
 
 		MaxServerRequests: env.maxServerRequests,
 		Reaper:            srv.opts.Reaper,

@@ -23,9 +23,10 @@ type Hooks struct {
 	// refresh of server that another caller runs.
 	RefreshJoined func(session, server string)
 	// RefreshStarted is called when a catalog refresh of server begins,
-	// on its goroutine; expire ends it as the server's startup_timeout_sec
-	// would, so that a test need not wait for that.
-	RefreshStarted func(session, server string, expire func())
+	// on its goroutine, with its bound; expire ends it as the bound's
+	// timer (the server's startup_timeout_sec) would, so that a test need
+	// not wait for that.
+	RefreshStarted func(session, server string, bound time.Duration, expire func())
 	// Teardown is called before a background teardown (the process of a
 	// failed startup) of server runs; blocking holds it back (release it:
 	// session close waits for it).

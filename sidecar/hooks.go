@@ -24,9 +24,9 @@ type testHooks struct {
 	// another caller is running.
 	refreshJoined func(session, server string)
 	// refreshStarted is called when a catalog refresh begins, on its
-	// goroutine, with the function that ends it as its
-	// startup_timeout_sec would.
-	refreshStarted func(session, server string, expire func())
+	// goroutine, with its bound (the server's startup_timeout_sec) and the
+	// function that ends it as that bound's timer would.
+	refreshStarted func(session, server string, bound time.Duration, expire func())
 	// teardown is called on the goroutine of a background teardown (the
 	// process of a failed startup) before it runs: blocking holds it back
 	// (session close waits for it).

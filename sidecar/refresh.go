@@ -294,10 +294,11 @@ func (sc *serverConn) runRefresh(run *refreshRun) {
 	ctx, cancel := context.WithCancelCause(sc.sess.ctx)
 	defer cancel(nil)
 	expire := func() { cancel(errRefreshTimeout) }
-	timer := time.AfterFunc(sc.cfg.StartupTimeout(), expire)
+	bound := sc.cfg.StartupTimeout()
+	timer := time.AfterFunc(bound, expire)
 	defer timer.Stop()
 	if f := sc.sess.srv.hook().refreshStarted; f != nil {
-		f(sc.sess.id, sc.name, expire)
+		f(sc.sess.id, sc.name, bound, expire)
 	}
 	sc.endRun(run, sc.listAndSwap(ctx, run.conn, run.reason))
 }

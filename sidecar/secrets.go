@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 
@@ -85,4 +86,40 @@ func (sc *serverConn) scrubbed(err error) error {
 	cp.Data.Stderr = sec.String(pe.Data.Stderr)
 	cp.Data.ServerData = sec.JSON(pe.Data.ServerData)
 	return &cp
+}
+
+// scrubErrorResult is raw, a tools/call result, with sc's secrets replaced
+// when it is an error result (isError true): its text is the server's
+// words about what failed, which may quote what it was sent, as an error
+// message may. Any other result is the tool's data and goes as it came,
+// unread but for a search for the member's name.
+func (sc *serverConn) scrubErrorResult(raw []byte) []byte {
+	return scrubErrorResult(sc.secrets(), raw)
+}
+
+// scrubErrorResult is sc.scrubErrorResult with the secrets sec.
+func scrubErrorResult(sec *redact.Secrets, raw []byte) []byte {
+	if !isErrorResult(raw) {
+		return raw
+	}
+	return sec.JSON(raw)
+}
+
+// isErrorResult reports whether raw, a JSON object, has a member
+// "isError" that is true, at any depth (a key of structuredContent too:
+// then it is scrubbed for nothing). In valid JSON, "isError" followed by
+// a colon can only be a key: a string's quotes inside another are escaped.
+func isErrorResult(raw []byte) bool {
+	key := []byte(`"isError"`)
+	for {
+		i := bytes.Index(raw, key)
+		if i < 0 {
+			return false
+		}
+		raw = raw[i+len(key):]
+		rest := bytes.TrimLeft(raw, " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' && bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte("true")) {
+			return true
+		}
+	}
 }

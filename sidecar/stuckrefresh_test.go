@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ type stuckHarness struct {
 	notified signals
 	joined   signals
 	expire   chan func()
+	bound    atomic.Int64 // the last refresh's bound, a time.Duration
 }
 
 func newStuckHarness(t *testing.T) *stuckHarness {
@@ -40,7 +42,8 @@ func newStuckHarness(t *testing.T) *stuckHarness {
 			<-hold
 		},
 		RefreshJoined: func(session, server string) { sh.joined.fire() },
-		RefreshStarted: func(session, server string, expire func()) {
+		RefreshStarted: func(session, server string, bound time.Duration, expire func()) {
+			sh.bound.Store(int64(bound))
 			select {
 			case sh.expire <- expire:
 			default: // more refreshes than the test looks at: never block one
@@ -91,7 +94,7 @@ func TestStuckRefresh(t *testing.T) {
 		return nil
 	})
 	h := newStuckHarness(t)
-	h.initialize(map[string]*config.ServerConfig{"s": {URL: cs.url}}, listChangedOn)
+	h.initialize(map[string]*config.ServerConfig{"s": {URL: cs.url, StartupTimeoutSec: seconds(7)}}, listChangedOn)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	h.waitComplete(sid, 0)
 	cs.addTool("b")
@@ -105,6 +108,9 @@ func TestStuckRefresh(t *testing.T) {
 		t.Errorf("tools/call with timeoutMs: %q %+v; want timeoutMs and the refresh named, retryable, server s", je.Message, data)
 	}
 	expire := h.nextRefresh()
+	if got := time.Duration(h.bound.Load()); got != 7*time.Second {
+		t.Errorf("the refresh's bound: %v, want the server's startup_timeout_sec, 7s", got)
+	}
 	listings.wait(t, 1, "the refresh's tools/list in the server")
 	if st := h.status(sid); st.State != protocol.StateReady || !st.Stale || st.RefreshingSince == "" {
 		t.Errorf("servers/status during the stuck refresh: state %s stale %v refreshingSince %q; want ready, stale, the refresh's start", st.State, st.Stale, st.RefreshingSince)

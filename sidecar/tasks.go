@@ -31,6 +31,7 @@ func (s *Server) taskMethod(method string) handlerFunc {
 			return conn.Request(ctx, method, body)
 		})
 		if raw, ok := res.value.(json.RawMessage); ok && err == nil && method == protocol.MethodTasksResult {
+			raw = scrubErrorResult(s.serverSecrets(s.environment(), p.Server), raw)
 			res.value = s.limitTaskResult(p.SessionID, p.Server, raw)
 		}
 		return res, err

@@ -326,6 +326,7 @@ func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 		}
 		return result{}, tc.callError(ctx, err)
 	}
+	raw = tc.sc.scrubErrorResult(raw)
 	if tc.p.Task == nil {
 		raw = s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw)
 	}
@@ -418,6 +419,9 @@ func (c *sentCall) abort(cause error) {
 // CallEnded answers the host with the call's result or error, after the
 // call has ended (end), and is called once (mcpclient.CallReceiver).
 func (c *sentCall) CallEnded(raw json.RawMessage, err error) {
+	if err == nil {
+		raw = c.tc.sc.scrubErrorResult(raw) // before a limit could cut a secret in two
+	}
 	if err == nil && c.limitElsewhere(raw) {
 		return // answered by the goroutine that limits the result
 	}

@@ -28,11 +28,25 @@ type Secrets struct {
 	// is asked at each replacement.
 	dynamic func() []string
 
-	mu      sync.Mutex
-	key     string // the dynamic values the replacer was built with
-	built   bool
-	replace *strings.Replacer
-	values  []string // static and dynamic values, as given
+	mu    sync.Mutex
+	key   string // the dynamic values the replacer was built with
+	built bool
+	cur   replacement
+}
+
+// replacement is what Secrets replaces, built from its values.
+type replacement struct {
+	replace *strings.Replacer // nil: nothing to replace
+	values  []string          // static and dynamic values, as given
+	forms   []string          // every form of every value, longest first
+}
+
+// longest is the length of the longest form (0 when there is none).
+func (r replacement) longest() int {
+	if len(r.forms) == 0 {
+		return 0
+	}
+	return len(r.forms[0])
 }
 
 // NewSecrets returns the Secrets of values and of what dynamic returns
@@ -54,8 +68,8 @@ func keep(values []string) []string {
 	return out
 }
 
-// replacer is the replacer of the current values, and the values.
-func (s *Secrets) replacer() (*strings.Replacer, []string) {
+// current is the replacement of the current values.
+func (s *Secrets) current() replacement {
 	var dyn []string
 	if s.dynamic != nil {
 		dyn = keep(s.dynamic())
@@ -64,13 +78,13 @@ func (s *Secrets) replacer() (*strings.Replacer, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.built && key == s.key {
-		return s.replace, s.values
+		return s.cur
 	}
 	values := slices.Concat(s.static, dyn)
 	var forms []string
 	for _, v := range values {
 		for _, f := range encodings(v) {
-			if !slices.Contains(forms, f) {
+			if f != "" && !slices.Contains(forms, f) {
 				forms = append(forms, f)
 			}
 		}
@@ -83,16 +97,25 @@ func (s *Secrets) replacer() (*strings.Replacer, []string) {
 	for _, f := range forms {
 		pairs = append(pairs, f, Placeholder)
 	}
-	s.replace, s.values, s.key, s.built = nil, values, key, true
+	s.cur, s.key, s.built = replacement{values: values, forms: forms}, key, true
 	if len(pairs) > 0 {
-		s.replace = strings.NewReplacer(pairs...)
+		s.cur.replace = strings.NewReplacer(pairs...)
 	}
-	return s.replace, s.values
+	return s.cur
+}
+
+// replacer is the replacer of the current values, and the values.
+func (s *Secrets) replacer() (*strings.Replacer, []string) {
+	r := s.current()
+	return r.replace, r.values
 }
 
 // encodings are the forms v takes in text: as it is, escaped in a URL's
-// query or path, and escaped in a JSON string (with and without HTML
-// escaping).
+// query or path, escaped in a JSON string (with and without HTML
+// escaping), and in base64 (standard and URL alphabets, with and without
+// padding: what a Basic header, a JWT or a data dump shows), whole and
+// inside the base64 of a longer text ("user:" + v in a Basic header,
+// base64Inner).
 func encodings(v string) []string {
 	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
 	var b bytes.Buffer
@@ -102,7 +125,43 @@ func encodings(v string) []string {
 	b.Reset()
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-	return append(forms, jsonBody(b.Bytes()))
+	forms = append(forms, jsonBody(b.Bytes()))
+	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		padded := e.EncodeToString([]byte(v))
+		forms = append(forms, padded, strings.TrimRight(padded, "="))
+		forms = append(forms, base64Inner(e, v)...)
+	}
+	return forms
+}
+
+// minInnerForm is the shortest base64Inner form kept: shorter runs of
+// base64 would match text by chance.
+const minInnerForm = 8
+
+// base64Inner are the characters v always becomes in the base64 (alphabet
+// e) of any text it is part of, for each of the three offsets it may have
+// from the start of a 3-byte group: the characters of the groups made of
+// v's bytes only. The bytes before and after v change the characters of
+// the groups they share with v (at most three characters on each side,
+// which are left as they are).
+func base64Inner(e *base64.Encoding, v string) []string {
+	var forms []string
+	for k := range 3 {
+		n := (k + len(v)) / 3 * 3 // the bytes of whole groups
+		if n <= k {
+			continue
+		}
+		text := make([]byte, n)
+		copy(text[k:], v) // k bytes before v: zero, their characters dropped
+		enc := e.EncodeToString(text)
+		if k > 0 {
+			enc = enc[4:]
+		}
+		if len(enc) >= minInnerForm {
+			forms = append(forms, enc)
+		}
+	}
+	return forms
 }
 
 // jsonBody is an encoded JSON string without its quotes and newline.
@@ -201,8 +260,10 @@ func scrubValue(v any, r *strings.Replacer, values []string) (any, bool) {
 // the URL's userinfo (as it is and as the Basic header it becomes), its
 // query values and the path segments that look like secrets
 // (PathSegmentSecret), the OAuth client secret (oauth.client_secret_env_var),
-// and for a stdio server every value of env and of
-// the variables env_vars passes on. Which of these are secret the
+// what ${VAR} references put into the definition (ServerConfig.Expanded:
+// in its URL's path too), and for a stdio server every value of env and
+// of the variables env_vars passes on and the values of its secret-looking
+// flags (FlagValues). Which of these are secret the
 // configuration does not say; all are taken, and NewSecrets ignores those
 // too short to be secrets. The values of the allowlisted variables every
 // child inherits (HOME, PATH, USER, ...) are not: they are not secrets,
@@ -219,15 +280,14 @@ func ServerValues(cfg *config.ServerConfig, env config.Lookup) []string {
 	}
 	lookup(cfg.BearerTokenEnvVar)
 	for _, v := range cfg.HTTPHeaders {
-		vals = append(vals, v)
-		// "Bearer TOKEN", "Basic CREDENTIALS": the credential alone too,
-		// as a server may quote it without its scheme.
-		if _, cred, ok := strings.Cut(v, " "); ok {
-			vals = append(vals, cred)
-		}
+		vals = append(vals, headerValues(v)...)
 	}
 	for _, name := range cfg.EnvHTTPHeaders {
-		lookup(name)
+		if env != nil && name != "" {
+			if v, ok := env(name); ok {
+				vals = append(vals, headerValues(v)...)
+			}
+		}
 	}
 	if cfg.OAuth != nil {
 		lookup(cfg.OAuth.ClientSecretEnvVar)
@@ -241,7 +301,75 @@ func ServerValues(cfg *config.ServerConfig, env config.Lookup) []string {
 	if cfg.URL != "" {
 		vals = append(vals, URLValues(cfg.URL)...)
 	}
+	vals = append(vals, cfg.Expanded...)
+	return append(vals, FlagValues(cfg.Args)...)
+}
+
+// headerValues are the secrets of a header value: the value, and for
+// "Bearer TOKEN" or "Basic CREDENTIALS" the credential alone (a server may
+// quote it without its scheme); for Basic also the "user:password" it
+// encodes and the password.
+func headerValues(v string) []string {
+	vals := []string{v}
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok {
+		return vals
+	}
+	cred = strings.TrimSpace(cred)
+	vals = append(vals, cred)
+	if strings.EqualFold(scheme, "Basic") {
+		if dec, err := base64.StdEncoding.DecodeString(cred); err == nil {
+			_, pass, _ := strings.Cut(string(dec), ":")
+			vals = append(vals, string(dec), pass)
+		}
+	}
 	return vals
+}
+
+// secretFlagWords are the words of a command-line flag's name that say
+// its value is a secret (--api-key, --token, --db-password, --client_secret).
+var secretFlagWords = []string{"key", "apikey", "token", "password", "passwd", "pass", "pwd", "secret", "credential", "credentials", "auth", "pat"}
+
+// FlagValues are the values of the secret-looking flags of a command line
+// (args): the argument after --api-key, --token, --password, --secret and
+// their kind (secretFlagWords, - or -- and any case), and the value of
+// their --flag=value form. A server that fails to start may print its
+// command line; its error messages may quote the key it was given.
+func FlagValues(args []string) []string {
+	var vals []string
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			continue
+		}
+		name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !secretFlag(name) {
+			continue
+		}
+		switch {
+		case hasValue:
+			vals = append(vals, v)
+		case i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			vals = append(vals, args[i+1])
+		}
+	}
+	return vals
+}
+
+// secretFlag reports whether a flag's name (without its dashes) has one
+// of secretFlagWords among its words (split at -, _ and case changes).
+func secretFlag(name string) bool {
+	var words []string
+	start := 0
+	for i := 1; i <= len(name); i++ {
+		if i == len(name) || name[i] == '-' || name[i] == '_' || name[i] == '.' ||
+			('A' <= name[i] && name[i] <= 'Z' && 'a' <= name[i-1] && name[i-1] <= 'z') {
+			if w := strings.Trim(name[start:i], "-_."); w != "" {
+				words = append(words, strings.ToLower(w))
+			}
+			start = i
+		}
+	}
+	return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(secretFlagWords, w) })
 }
 
 // URLValues are the secrets of a URL, for Secrets: its userinfo (and the
@@ -280,4 +408,64 @@ func URLValues(raw string) []string {
 		}
 	}
 	return vals
+}
+
+// Stream scrubs text that arrives in pieces (a stream read in chunks), so
+// that a secret split between two pieces is replaced too: each piece's
+// end that could begin a secret the next piece completes is held back,
+// less than the longest form of a secret, and passed on with the next
+// piece. The zero Stream and one of nil Secrets pass text as it is.
+type Stream struct {
+	s    *Secrets
+	held string
+}
+
+// NewStream returns a Stream that replaces the secrets of s.
+func NewStream(s *Secrets) *Stream { return &Stream{s: s} }
+
+// Next is the scrubbed text of what was held back and piece that can be
+// passed on. When more text may continue piece (more is true), the end
+// that may begin a secret is held back; when not (the end of a line, of
+// the stream), nothing is.
+func (st *Stream) Next(piece string, more bool) string {
+	text := st.held + piece
+	st.held = ""
+	if st.s == nil {
+		return text
+	}
+	r := st.s.current()
+	if r.replace == nil {
+		return text
+	}
+	if more {
+		cut := max(0, len(text)-(r.longest()-1))
+		cut = pastSecrets(text, cut, r.forms)
+		st.held = strings.Clone(text[cut:])
+		text = text[:cut]
+	}
+	return r.replace.Replace(text)
+}
+
+// pastSecrets moves cut past every form that begins before it and ends
+// after it, so that text[:cut] and text[cut:] are scrubbed apart without
+// cutting a secret in two. A form ending after cut begins at most its
+// length before it, and so within text when cut is at least the longest
+// form's length less one from its end.
+func pastSecrets(text string, cut int, forms []string) int {
+	for moved := true; moved; {
+		moved = false
+		for _, f := range forms {
+			for i := max(0, cut-len(f)+1); i < cut; {
+				j := strings.Index(text[i:], f)
+				if j < 0 || i+j >= cut {
+					break
+				}
+				if end := i + j + len(f); end > cut {
+					cut, moved = end, true
+				}
+				i += j + 1
+			}
+		}
+	}
+	return cut
 }

@@ -156,3 +156,85 @@ func TestHandler(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A Stream replaces a secret wherever the pieces cut it, and passes the
+// rest on as it came.
+func TestStreamAcrossPieces(t *testing.T) {
+	const secret = "s3cr3t-value-42"
+	s := NewSecrets([]string{secret}, nil)
+	text := "before " + secret + " middle " + secret + " after"
+	want := "before REDACTED middle REDACTED after"
+	for cut1 := 0; cut1 <= len(text); cut1++ {
+		for cut2 := cut1; cut2 <= len(text); cut2 += 3 {
+			st := NewStream(s)
+			got := st.Next(text[:cut1], true) + st.Next(text[cut1:cut2], true) + st.Next(text[cut2:], false)
+			if got != want {
+				t.Fatalf("cut at %d and %d: %q, want %q", cut1, cut2, got, want)
+			}
+		}
+	}
+	// Text that holds no secret is passed on but for what could begin one.
+	st := NewStream(s)
+	if got := st.Next("plain text", true); !strings.HasPrefix("plain text", got) || len(got) < len("plain text")-len(secret)*4 {
+		t.Errorf("held back too much: %q", got)
+	}
+	var none Stream
+	if got := none.Next("x "+secret, true); got != "x "+secret {
+		t.Errorf("a Stream without secrets changed the text: %q", got)
+	}
+}
+
+// The base64 of a secret is replaced: whole (standard and URL alphabets,
+// with and without padding) and inside the base64 of a longer text, as a
+// Basic header is of "user:" + secret, where the few characters the bytes
+// around it share with it stay.
+func TestSecretsBase64(t *testing.T) {
+	const secret = "p4ss+w/rd?s3cr3t~~" // bytes whose base64 differs between the alphabets
+	s := NewSecrets([]string{secret}, nil)
+	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if got := s.String("x " + e.EncodeToString([]byte(secret)) + " y"); got != "x REDACTED y" {
+			t.Errorf("whole base64: %q", got)
+		}
+		for _, user := range []string{"", "u", "us", "use", "user", "admin@example.com"} {
+			for _, after := range []string{"", "!", "!!", "!!!"} {
+				enc := e.EncodeToString([]byte(user + ":" + secret + after))
+				got := s.String("Authorization: Basic " + enc)
+				if !strings.Contains(got, "REDACTED") {
+					t.Errorf("base64 of %q: %q", user+":"+secret+after, got)
+					continue
+				}
+				// What is left of the encoding is the groups of the bytes
+				// around the secret, which hold at most two of its bytes
+				// on each side.
+				rest := strings.TrimPrefix(got, "Authorization: Basic ")
+				before, tail, _ := strings.Cut(rest, "REDACTED")
+				if len(before) > (len(user)+1+2)/3*4 || len(strings.TrimRight(tail, "=")) > (len(after)+2+2)/3*4 {
+					t.Errorf("base64 of %q: %q leaves too much", user+":"+secret+after, got)
+				}
+			}
+		}
+	}
+}
+
+// The values of a command line's secret-looking flags, in both forms; and
+// what a Basic header encodes, and ${VAR} put into the definition.
+func TestServerValuesFlagsAndExpanded(t *testing.T) {
+	cfg := &config.ServerConfig{
+		Command: "npx",
+		Args: []string{"-y", "@acme/mcp", "--api-key", "k1-s3cr3t", "--token=t1-s3cr3t", "--DB_PASSWORD", "p1-s3cr3t",
+			"--clientSecret=c1-s3cr3t", "--verbose", "--port", "8080", "--name=not-secret-name", "--key-file", "--x"},
+		HTTPHeaders: map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:basic-pass-s3cr3t"))},
+		Expanded:    []string{"expanded-plain-word"},
+	}
+	got := ServerValues(cfg, nil)
+	for _, want := range []string{"k1-s3cr3t", "t1-s3cr3t", "p1-s3cr3t", "c1-s3cr3t", "basic-pass-s3cr3t", "bob:basic-pass-s3cr3t", "expanded-plain-word"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ServerValues lacks %q: %q", want, got)
+		}
+	}
+	for _, not := range []string{"8080", "not-secret-name", "@acme/mcp", "--x"} {
+		if slices.Contains(got, not) {
+			t.Errorf("ServerValues has %q: %q", not, got)
+		}
+	}
+}
