@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(sidecarEnv) == "1" {
 		os.Exit(serveSidecar())
 	}
+	if v, ok := os.LookupEnv(gatewayEnv); ok {
+		os.Exit(serveGateway(v))
+	}
 	code := m.Run()
 	for _, dir := range buildDirs {
 		os.RemoveAll(dir)

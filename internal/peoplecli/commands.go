@@ -35,6 +35,7 @@ func commands() []command {
 		{"call", "call [SERVER] TOOL [ARGS...] [flags]", "call one tool; print the result and the _meta the server got", CallDoc, Call, true},
 		{"resources", "resources [list|read URI|templates] [flags]", "list or read a server's resources", ResourcesDoc, Resources, true},
 		{"prompts", "prompts [list|get NAME [ARGS...]] [flags]", "list a server's prompts or get one", PromptsDoc, Prompts, true},
+		{"mcp", "mcp [--http ADDR] [--deferred] [flags]", "serve your servers as one MCP server, for any MCP client (stdio or HTTP)", MCPDoc, MCP, true},
 		{"login", "login SERVER [flags]", "authorize a server that asks for OAuth: open the URL, keep the token", LoginDoc, Login, true},
 		{"logout", "logout SERVER [flags]", "forget a server's OAuth token", LogoutDoc, Logout, true},
 		{"trust", "trust [--list] [--revoke] [PROJECT]", "trust a project's Cursor and VS Code servers until their files change", TrustDoc, Trust, true},

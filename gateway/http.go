@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the Streamable HTTP endpoint.
+type HTTPOptions struct {
+	// Token, when set, is the bearer token every request must carry
+	// (Authorization: Bearer TOKEN). A gateway listening on an address
+	// other than loopback needs one: the CLI refuses to start without.
+	Token string
+}
+
+// Handler serves MCP over Streamable HTTP at /mcp, one host session per
+// MCP session (Mcp-Session-Id): many clients share the one sidecar, its
+// disk cache and its shared listings, and the gateway's lifetime bounds
+// every server's. Clients speaking 2026-07-28 over HTTP fall back to
+// 2025-11-25, whose sessions this needs.
+//
+// Requests are refused when their Origin is a web page of another host
+// (a browser tab reaching a local server), when their Host is not a
+// loopback name while the connection came to a loopback address (DNS
+// rebinding; go-sdk's check), or without the token.
+func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		// A server costs nothing until a session connects to it: its
+		// host session opens at the session's first request.
+		return g.newClient().server
+	}, &mcp.StreamableHTTPOptions{Logger: g.logger})
+	// MCP 2026-07-28 has no HTTP sessions: every request says its
+	// protocol version and stands alone. They share one host session.
+	shared := g.newClient()
+	shared.shared = true
+	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
+		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if opts.Token != "" && !bearerOK(r, opts.Token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sidecar"`)
+			http.Error(w, "Unauthorized: this gateway needs its bearer token", http.StatusUnauthorized)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !originOK(o, r.Host) {
+			http.Error(w, "Forbidden: Origin "+o+" may not use this gateway", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func bearerOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+}
+
+// originOK accepts an Origin of a loopback host or of the host the
+// request was sent to; "null" (a sandboxed or file page) and everything
+// else are refused.
+func originOK(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if IsLoopback(u.Hostname()) {
+		return true
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// IsLoopback reports whether host (a name or an address, without port)
+// is this machine only: localhost or a loopback address.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
