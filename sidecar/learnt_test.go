@@ -152,6 +152,73 @@ func TestEraLearntAndPassedOn(t *testing.T) {
 	}
 }
 
+// modernDiscover is a DiscoverResult of a 2026-07-28 server, for the raw
+// fixture.
+const modernDiscover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+
+// TestFailedStartupDropsEraHint: a server remembered as legacy (its disk
+// entry says so) that became a server of 2026-07-28 only, which leaves
+// initialize unanswered, fails the startup that starts from that hint;
+// the hint goes, from this sidecar and from the disk entry (its catalog
+// stays), so the next startup probes and the server starts.
+func TestFailedStartupDropsEraHint(t *testing.T) {
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	cfg := fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{
+		Results:    map[string]json.RawMessage{"server/discover": json.RawMessage(modernDiscover)},
+		Unanswered: []string{"initialize"},
+	}})
+	cfg.StartupTimeoutSec = seconds(20)
+	// startup_timeout_sec is not part of the discovery scope: both
+	// configurations share the disk entry.
+	short := *cfg
+	short.StartupTimeoutSec = seconds(0.5)
+	primeCache(t, cacheDir, map[string]*config.ServerConfig{"s": cfg}, nil)
+	rewriteCacheEntry(t, cacheDir, func(e *catalog.CacheEntry) {
+		e.Era, e.ProtocolVersion = string(mcpclient.EraLegacy), "2025-11-25"
+	})
+
+	var mu sync.Mutex
+	var hints []mcpclient.Era
+	hooks := sidecar.Hooks{Connecting: func(_, _ string, opts mcpclient.Options) {
+		mu.Lock()
+		hints = append(hints, opts.Era)
+		mu.Unlock()
+	}}
+	seen := func() []mcpclient.Era {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(hints)
+	}
+
+	h := newHookedHarness(t, hooks)
+	h.initialize(map[string]*config.ServerConfig{"s": &short}, map[string]any{"cacheDir": cacheDir})
+	open := h.open(map[string]any{"startup": "eager"})
+	if sum := h.waitComplete(open.SessionID, 0); len(sum.Failed) != 1 {
+		t.Fatalf("round 0 from the legacy hint = %+v, want s failed", sum)
+	}
+	_, key := cacheEntryFile(t, cacheDir)
+	entry, err := (&catalog.DiskCache{Dir: cacheDir}).Load(key)
+	if err != nil || entry == nil {
+		t.Fatalf("loading the disk entry: %v", err)
+	}
+	if entry.Era != "" || entry.ProtocolVersion != "" || len(entry.Tools) != 1 {
+		t.Errorf("disk entry after the failed startup: era %q, protocolVersion %q, %d tools; want no era, no version, the 1 tool", entry.Era, entry.ProtocolVersion, len(entry.Tools))
+	}
+	// A new sidecar, with time to start: the server starts.
+	h2 := newHookedHarness(t, hooks)
+	h2.initialize(map[string]*config.ServerConfig{"s": cfg}, map[string]any{"cacheDir": cacheDir})
+	open2 := h2.open(map[string]any{"startup": "eager"})
+	wantReady(t, h2, open2.SessionID, "s", []string{"echo"})
+	// The first sidecar starts the server again without the hint, though
+	// the disk entry names an era again (its outcome within 0.5 s is not
+	// the point).
+	_ = h.call(protocol.MethodServersReconnect, map[string]any{"sessionId": open.SessionID, "server": "s"}, nil)
+	want := []mcpclient.Era{mcpclient.EraLegacy, mcpclient.EraUnknown, mcpclient.EraUnknown}
+	if diff := cmp.Diff(want, seen()); diff != "" {
+		t.Errorf("era hints of the three connections (-want +got):\n%s", diff)
+	}
+}
+
 // logsOf returns the mcp/log texts of server at level.
 func logsOf(h *harness, server, level string) []string {
 	var out []string
