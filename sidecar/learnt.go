@@ -166,6 +166,40 @@ func cutText(s string, limit int) string {
 	return fmt.Sprintf("%s\n\n[mcp-sidecar: instructions cut: %d of %d bytes shown]", kept, len(kept), len(s))
 }
 
+// listenRefusal is conn's refusal of subscriptions/listen as the host
+// sees it (secrets scrubbed), "" when there is none.
+func (sc *serverConn) listenRefusal(conn *mcpclient.Conn) string {
+	err := conn.ListenRefused()
+	if err == nil {
+		return ""
+	}
+	return sc.secrets().String(err.Error())
+}
+
+// noteListen reports in mcp/log, once, a refusal of conn's
+// subscriptions/listen stream: what the server will not send is then
+// missing without any other sign (a catalog kept current by list_changed
+// goes stale unnoticed). mcpclient gives the refusal when asked only
+// (Conn.ListenRefused), so it is looked at where the sidecar passes:
+// startup, resources/subscribe and servers/status. The same refusal is
+// reported once per server and session.
+func (sc *serverConn) noteListen(conn *mcpclient.Conn) {
+	if conn == nil {
+		return
+	}
+	why := sc.listenRefusal(conn)
+	sc.mu.Lock()
+	report := why != "" && why != sc.listenWarned
+	if report {
+		sc.listenWarned = why
+	}
+	sc.mu.Unlock()
+	if report {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf(
+			"server %q refused subscriptions/listen: its list_changed notifications and resource updates do not come until a stream is accepted (resources/subscribe asks again): %s", sc.name, why))
+	}
+}
+
 // noteExcluded records the tools a listing left out (invalid x-mcp-header
 // declarations) for servers/status and, when report is set, reports in
 // mcp/log each one not reported before on this server in this session,

@@ -219,6 +219,51 @@ func TestFailedStartupDropsEraHint(t *testing.T) {
 	}
 }
 
+// TestListenRefusedShown: a server of 2026-07-28 that refuses
+// subscriptions/listen has the refusal in servers/status and reported
+// once in mcp/log, however often it refuses again.
+func TestListenRefusedShown(t *testing.T) {
+	const discover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{"subscribe":true}},"serverInfo":{"name":"raw","version":"1"}}`
+	cfg := fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{
+		Results: map[string]json.RawMessage{"server/discover": json.RawMessage(discover)},
+		Errors:  map[string]json.RawMessage{"subscriptions/listen": json.RawMessage(`{"code":-32603,"message":"no listening here"}`)},
+	}})
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	wantReady(t, h, open.SessionID, "s", []string{"echo"})
+	status := func() protocol.ServerStatus {
+		t.Helper()
+		var st protocol.ServersStatusResult
+		if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Servers[0]
+	}
+	// The server asks for nothing before a subscription: no refusal yet.
+	if st := status(); st.ListenRefused != "" {
+		t.Errorf("servers/status before any stream: listenRefused %q, want none", st.ListenRefused)
+	}
+	for i := range 2 {
+		err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": open.SessionID, "server": "s", "uri": "file:///a"}, nil)
+		if err == nil {
+			t.Fatalf("resources/subscribe %d: no error, want the refusal", i)
+		}
+		if st := status(); !strings.Contains(st.ListenRefused, "no listening here") {
+			t.Errorf("servers/status after subscribe %d: listenRefused %q, want the server's refusal", i, st.ListenRefused)
+		}
+	}
+	var warned []string
+	for _, l := range logsOf(h, "s", "warning") {
+		if strings.Contains(l, "subscriptions/listen") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "no listening here") {
+		t.Errorf("mcp/log warnings of the refusal: %q, want one naming it", warned)
+	}
+}
+
 // logsOf returns the mcp/log texts of server at level.
 func logsOf(h *harness, server, level string) []string {
 	var out []string

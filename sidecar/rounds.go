@@ -376,6 +376,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		if refresh {
 			sc.startRefresher()
 		}
+		sc.noteListen(conn)
 		// Startups run in rounds that close waits for before it waits for
 		// the watchers: this Add comes before that Wait.
 		sess.watchers.Add(1)
