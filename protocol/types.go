@@ -67,6 +67,9 @@ const (
 	ReasonListChanged = "list_changed"
 	ReasonRefresh     = "refresh"
 	ReasonStartup     = "startup"
+	// ReasonExpired: the server's catalog was past its ttlMs (MCP
+	// 2026-07-28) when it was used, and was listed again.
+	ReasonExpired = "expired"
 )
 
 type Implementation struct {

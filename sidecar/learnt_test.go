@@ -503,3 +503,58 @@ func TestHostCapabilitiesInMCPShapes(t *testing.T) {
 		t.Errorf("ui:// resource: %s", read)
 	}
 }
+
+// TestLiveCatalogPastTTLRefreshed: a running server's catalog used past
+// the ttlMs its server gave is listed again in the background, the
+// catalog in use served meanwhile; within its TTL it is not.
+func TestLiveCatalogPastTTLRefreshed(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	cfg := fixture.Config("s", fixture.Spec{RawLogFile: rawLog, Raw: &fixture.RawSpec{Results: map[string]json.RawMessage{
+		"server/discover": json.RawMessage(modernDiscover),
+		"tools/list":      json.RawMessage(`{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}],"ttlMs":60000}`),
+	}}})
+	clock := newFakeClock()
+	started := make(chan string, 4)
+	h := newHookedHarness(t, sidecar.Hooks{Now: clock.Now, RefreshStarted: func(_, server string, _ time.Duration, _ func()) {
+		started <- server
+	}})
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	wantReady(t, h, open.SessionID, "s", []string{"echo"}) // a tools/list within the TTL
+	refreshing := func() string {
+		t.Helper()
+		var st protocol.ServersStatusResult
+		if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Servers[0].RefreshingSince
+	}
+	// A refresh is registered before tools/list answers.
+	if r := refreshing(); r != "" {
+		t.Fatalf("a refresh runs after tools/list within the TTL (since %s)", r)
+	}
+
+	clock.Advance(2 * time.Minute)
+	if got := h.toolsList(open.SessionID); len(got.Tools) != 1 {
+		t.Fatalf("tools/list past the TTL: %d tools, want the catalog in use", len(got.Tools))
+	}
+	select {
+	case <-started:
+	case <-time.After(testTimeout):
+		t.Fatal("no refresh of the catalog past its TTL")
+	}
+	// servers/refresh waits for the refresh in flight, then lists once
+	// more: three listings in all.
+	if err := h.call(protocol.MethodServersRefresh, map[string]any{"sessionId": open.SessionID, "server": "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range fixture.ReadLines(rawLog) {
+		if strings.Contains(l, `"method":"tools/list"`) {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("tools/list requests: %d, want 3 (startup, past the TTL, servers/refresh)", n)
+	}
+}

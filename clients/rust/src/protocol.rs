@@ -2486,6 +2486,8 @@ pub enum ToolsChangedParamsReason {
     Refresh,
     /// `startup`
     Startup,
+    /// `expired`
+    Expired,
     Other(String),
 }
 
@@ -2496,6 +2498,7 @@ impl ToolsChangedParamsReason {
             ToolsChangedParamsReason::ListChanged => "list_changed",
             ToolsChangedParamsReason::Refresh => "refresh",
             ToolsChangedParamsReason::Startup => "startup",
+            ToolsChangedParamsReason::Expired => "expired",
             ToolsChangedParamsReason::Other(s) => s,
         }
     }
@@ -2507,6 +2510,7 @@ impl From<&str> for ToolsChangedParamsReason {
             "list_changed" => ToolsChangedParamsReason::ListChanged,
             "refresh" => ToolsChangedParamsReason::Refresh,
             "startup" => ToolsChangedParamsReason::Startup,
+            "expired" => ToolsChangedParamsReason::Expired,
             other => ToolsChangedParamsReason::Other(other.to_string()),
         }
     }

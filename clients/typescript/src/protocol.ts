@@ -633,7 +633,7 @@ export interface StartupCompleteParams {
 export interface ToolsChangedParams {
   sessionId: string;
   server: string;
-  reason: "list_changed" | "refresh" | "startup";
+  reason: "list_changed" | "refresh" | "startup" | "expired";
 }
 
 export interface ProgressValue {
