@@ -67,6 +67,9 @@ const (
 	ReasonListChanged = "list_changed"
 	ReasonRefresh     = "refresh"
 	ReasonStartup     = "startup"
+	// ReasonExpired: the server's catalog was past its ttlMs (MCP
+	// 2026-07-28) when it was used, and was listed again.
+	ReasonExpired = "expired"
 )
 
 type Implementation struct {
@@ -337,6 +340,11 @@ type ServerStatus struct {
 	// ExcludedTools are the tools the server listed that the catalog
 	// leaves out (their x-mcp-header declarations are invalid).
 	ExcludedTools []ExcludedTool `json:"excludedTools,omitempty"`
+	// ListenRefused is a server of 2026-07-28's refusal of
+	// subscriptions/listen (its error), until a stream is accepted: its
+	// list_changed notifications and resource updates do not come
+	// meanwhile.
+	ListenRefused string `json:"listenRefused,omitempty"`
 }
 
 // Eras of a server connection (ServerStatus.Era).

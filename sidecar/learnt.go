@@ -57,6 +57,39 @@ func (e *environment) learnEra(key string, era mcpclient.Era, negotiated bool) {
 	e.eras[key] = era
 }
 
+// forgetEra drops the era hint of sc's scope after a startup that failed
+// from it: mcpclient probes a wrong hint again only when the hinted
+// handshake is refused (mcpclient/handshake.go, wrongEra), so a server
+// that changed protocol and ignores the old handshake would fail every
+// startup that starts from it. The next connection negotiates from
+// scratch, in this sidecar (eras) and the next (the disk entry keeps its
+// catalog, without the era). The entry is rewritten only while it still
+// names the hint: a connection that negotiated since wrote what it found.
+func (sc *serverConn) forgetEra(hint mcpclient.Era) {
+	env := sc.sess.env
+	env.learnEra(sc.scopeKey, mcpclient.EraUnknown, true)
+	disk := env.disk
+	if disk == nil {
+		return
+	}
+	sc.cacheMu.Lock()
+	defer sc.cacheMu.Unlock()
+	e, err := disk.Load(sc.scopeKey)
+	if err != nil || e == nil || eraOf(e.Era) != hint {
+		// A file that cannot be used is reported (and replaced) where the
+		// catalog is read or written.
+		return
+	}
+	e.Era, e.ProtocolVersion = "", ""
+	if err := disk.Store(sc.scopeKey, e); err != nil {
+		if env.untrustedDir(err) {
+			sc.sess.reportUntrustedDir(sc, err)
+			return
+		}
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf("era hint of server %q not dropped from the catalog cache: %v", sc.name, err))
+	}
+}
+
 // eraOf reads an era a disk entry names; anything else is unknown.
 func eraOf(s string) mcpclient.Era {
 	switch era := mcpclient.Era(s); era {
@@ -131,6 +164,40 @@ func cutText(s string, limit int) string {
 	}
 	kept := strings.TrimRight(s[:cut], " \n\t")
 	return fmt.Sprintf("%s\n\n[mcp-sidecar: instructions cut: %d of %d bytes shown]", kept, len(kept), len(s))
+}
+
+// listenRefusal is conn's refusal of subscriptions/listen as the host
+// sees it (secrets scrubbed), "" when there is none.
+func (sc *serverConn) listenRefusal(conn *mcpclient.Conn) string {
+	err := conn.ListenRefused()
+	if err == nil {
+		return ""
+	}
+	return sc.secrets().String(err.Error())
+}
+
+// noteListen reports in mcp/log, once, a refusal of conn's
+// subscriptions/listen stream: what the server will not send is then
+// missing without any other sign (a catalog kept current by list_changed
+// goes stale unnoticed). mcpclient gives the refusal when asked only
+// (Conn.ListenRefused), so it is looked at where the sidecar passes:
+// startup, resources/subscribe and servers/status. The same refusal is
+// reported once per server and session.
+func (sc *serverConn) noteListen(conn *mcpclient.Conn) {
+	if conn == nil {
+		return
+	}
+	why := sc.listenRefusal(conn)
+	sc.mu.Lock()
+	report := why != "" && why != sc.listenWarned
+	if report {
+		sc.listenWarned = why
+	}
+	sc.mu.Unlock()
+	if report {
+		sc.sess.srv.logServer(sc.sess.id, sc.name, "warning", fmt.Sprintf(
+			"server %q refused subscriptions/listen: its list_changed notifications and resource updates do not come until a stream is accepted (resources/subscribe asks again): %s", sc.name, why))
+	}
 }
 
 // noteExcluded records the tools a listing left out (invalid x-mcp-header

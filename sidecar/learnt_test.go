@@ -152,6 +152,118 @@ func TestEraLearntAndPassedOn(t *testing.T) {
 	}
 }
 
+// modernDiscover is a DiscoverResult of a 2026-07-28 server, for the raw
+// fixture.
+const modernDiscover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+
+// TestFailedStartupDropsEraHint: a server remembered as legacy (its disk
+// entry says so) that became a server of 2026-07-28 only, which leaves
+// initialize unanswered, fails the startup that starts from that hint;
+// the hint goes, from this sidecar and from the disk entry (its catalog
+// stays), so the next startup probes and the server starts.
+func TestFailedStartupDropsEraHint(t *testing.T) {
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	cfg := fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{
+		Results:    map[string]json.RawMessage{"server/discover": json.RawMessage(modernDiscover)},
+		Unanswered: []string{"initialize"},
+	}})
+	cfg.StartupTimeoutSec = seconds(20)
+	// startup_timeout_sec is not part of the discovery scope: both
+	// configurations share the disk entry.
+	short := *cfg
+	short.StartupTimeoutSec = seconds(0.5)
+	primeCache(t, cacheDir, map[string]*config.ServerConfig{"s": cfg}, nil)
+	rewriteCacheEntry(t, cacheDir, func(e *catalog.CacheEntry) {
+		e.Era, e.ProtocolVersion = string(mcpclient.EraLegacy), "2025-11-25"
+	})
+
+	var mu sync.Mutex
+	var hints []mcpclient.Era
+	hooks := sidecar.Hooks{Connecting: func(_, _ string, opts mcpclient.Options) {
+		mu.Lock()
+		hints = append(hints, opts.Era)
+		mu.Unlock()
+	}}
+	seen := func() []mcpclient.Era {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(hints)
+	}
+
+	h := newHookedHarness(t, hooks)
+	h.initialize(map[string]*config.ServerConfig{"s": &short}, map[string]any{"cacheDir": cacheDir})
+	open := h.open(map[string]any{"startup": "eager"})
+	if sum := h.waitComplete(open.SessionID, 0); len(sum.Failed) != 1 {
+		t.Fatalf("round 0 from the legacy hint = %+v, want s failed", sum)
+	}
+	_, key := cacheEntryFile(t, cacheDir)
+	entry, err := (&catalog.DiskCache{Dir: cacheDir}).Load(key)
+	if err != nil || entry == nil {
+		t.Fatalf("loading the disk entry: %v", err)
+	}
+	if entry.Era != "" || entry.ProtocolVersion != "" || len(entry.Tools) != 1 {
+		t.Errorf("disk entry after the failed startup: era %q, protocolVersion %q, %d tools; want no era, no version, the 1 tool", entry.Era, entry.ProtocolVersion, len(entry.Tools))
+	}
+	// A new sidecar, with time to start: the server starts.
+	h2 := newHookedHarness(t, hooks)
+	h2.initialize(map[string]*config.ServerConfig{"s": cfg}, map[string]any{"cacheDir": cacheDir})
+	open2 := h2.open(map[string]any{"startup": "eager"})
+	wantReady(t, h2, open2.SessionID, "s", []string{"echo"})
+	// The first sidecar starts the server again without the hint, though
+	// the disk entry names an era again (its outcome within 0.5 s is not
+	// the point).
+	_ = h.call(protocol.MethodServersReconnect, map[string]any{"sessionId": open.SessionID, "server": "s"}, nil)
+	want := []mcpclient.Era{mcpclient.EraLegacy, mcpclient.EraUnknown, mcpclient.EraUnknown}
+	if diff := cmp.Diff(want, seen()); diff != "" {
+		t.Errorf("era hints of the three connections (-want +got):\n%s", diff)
+	}
+}
+
+// TestListenRefusedShown: a server of 2026-07-28 that refuses
+// subscriptions/listen has the refusal in servers/status and reported
+// once in mcp/log, however often it refuses again.
+func TestListenRefusedShown(t *testing.T) {
+	const discover = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{"subscribe":true}},"serverInfo":{"name":"raw","version":"1"}}`
+	cfg := fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{
+		Results: map[string]json.RawMessage{"server/discover": json.RawMessage(discover)},
+		Errors:  map[string]json.RawMessage{"subscriptions/listen": json.RawMessage(`{"code":-32603,"message":"no listening here"}`)},
+	}})
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	wantReady(t, h, open.SessionID, "s", []string{"echo"})
+	status := func() protocol.ServerStatus {
+		t.Helper()
+		var st protocol.ServersStatusResult
+		if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Servers[0]
+	}
+	// The server asks for nothing before a subscription: no refusal yet.
+	if st := status(); st.ListenRefused != "" {
+		t.Errorf("servers/status before any stream: listenRefused %q, want none", st.ListenRefused)
+	}
+	for i := range 2 {
+		err := h.call(protocol.MethodResourcesSubscribe, map[string]any{"sessionId": open.SessionID, "server": "s", "uri": "file:///a"}, nil)
+		if err == nil {
+			t.Fatalf("resources/subscribe %d: no error, want the refusal", i)
+		}
+		if st := status(); !strings.Contains(st.ListenRefused, "no listening here") {
+			t.Errorf("servers/status after subscribe %d: listenRefused %q, want the server's refusal", i, st.ListenRefused)
+		}
+	}
+	var warned []string
+	for _, l := range logsOf(h, "s", "warning") {
+		if strings.Contains(l, "subscriptions/listen") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "no listening here") {
+		t.Errorf("mcp/log warnings of the refusal: %q, want one naming it", warned)
+	}
+}
+
 // logsOf returns the mcp/log texts of server at level.
 func logsOf(h *harness, server, level string) []string {
 	var out []string
@@ -389,5 +501,60 @@ func TestHostCapabilitiesInMCPShapes(t *testing.T) {
 	if err := json.Unmarshal(read, &contents); err != nil || len(contents.Contents) != 1 ||
 		contents.Contents[0].URI != "ui://weather/view.html" || contents.Contents[0].Text != "<p>sunny</p>" {
 		t.Errorf("ui:// resource: %s", read)
+	}
+}
+
+// TestLiveCatalogPastTTLRefreshed: a running server's catalog used past
+// the ttlMs its server gave is listed again in the background, the
+// catalog in use served meanwhile; within its TTL it is not.
+func TestLiveCatalogPastTTLRefreshed(t *testing.T) {
+	rawLog := filepath.Join(t.TempDir(), "raw.log")
+	cfg := fixture.Config("s", fixture.Spec{RawLogFile: rawLog, Raw: &fixture.RawSpec{Results: map[string]json.RawMessage{
+		"server/discover": json.RawMessage(modernDiscover),
+		"tools/list":      json.RawMessage(`{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}],"ttlMs":60000}`),
+	}}})
+	clock := newFakeClock()
+	started := make(chan string, 4)
+	h := newHookedHarness(t, sidecar.Hooks{Now: clock.Now, RefreshStarted: func(_, server string, _ time.Duration, _ func()) {
+		started <- server
+	}})
+	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	wantReady(t, h, open.SessionID, "s", []string{"echo"}) // a tools/list within the TTL
+	refreshing := func() string {
+		t.Helper()
+		var st protocol.ServersStatusResult
+		if err := h.call(protocol.MethodServersStatus, map[string]any{"sessionId": open.SessionID}, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Servers[0].RefreshingSince
+	}
+	// A refresh is registered before tools/list answers.
+	if r := refreshing(); r != "" {
+		t.Fatalf("a refresh runs after tools/list within the TTL (since %s)", r)
+	}
+
+	clock.Advance(2 * time.Minute)
+	if got := h.toolsList(open.SessionID); len(got.Tools) != 1 {
+		t.Fatalf("tools/list past the TTL: %d tools, want the catalog in use", len(got.Tools))
+	}
+	select {
+	case <-started:
+	case <-time.After(testTimeout):
+		t.Fatal("no refresh of the catalog past its TTL")
+	}
+	// servers/refresh waits for the refresh in flight, then lists once
+	// more: three listings in all.
+	if err := h.call(protocol.MethodServersRefresh, map[string]any{"sessionId": open.SessionID, "server": "s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range fixture.ReadLines(rawLog) {
+		if strings.Contains(l, `"method":"tools/list"`) {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("tools/list requests: %d, want 3 (startup, past the TTL, servers/refresh)", n)
 	}
 }

@@ -243,6 +243,31 @@ func (sess *Session) catchUp(ctx context.Context, scs []*serverConn, background 
 	}
 }
 
+// refreshExpired starts a refresh of each live catalog among scs that is
+// past the TTL its server gave (ttlMs, MCP 2026-07-28) and does not wait
+// for it: the catalog in use serves meanwhile, as a stale one does while
+// the background refreshes it after list_changed, and mcp/toolsChanged
+// (reason expired) follows when the listing differs. A TTL of 0 does not
+// count: it is go-sdk's default, sent whatever the catalog does, and would
+// list the server at every use; such a catalog is kept current by
+// list_changed. Nor does a refresh start where one runs or a failed one
+// cools down.
+func (sess *Session) refreshExpired(scs []*serverConn) {
+	now := sess.srv.now()
+	for _, sc := range scs {
+		sc.mu.Lock()
+		var run *refreshRun
+		if sc.state == protocol.StateReady && sc.conn != nil && sc.catalogSrc == protocol.CatalogLive && sc.list.run == nil &&
+			sc.hints.TTL() > 0 && sc.hints.Expired(sc.listedAt, now) && !sc.coolingLocked() {
+			run = sc.startRunLocked(protocol.ReasonExpired)
+		}
+		sc.mu.Unlock()
+		if run != nil {
+			sc.launch(run)
+		}
+	}
+}
+
 // nextRun returns the refresh a caller that saw seen notifications must
 // wait for, starting one if none runs (started); nil when it need not wait
 // (see catchUp), though it may have started one.

@@ -242,6 +242,12 @@ func (sc *serverConn) connectAndList(ctx context.Context, a *startAttempt, budge
 	conn, err := mcpclient.Connect(ctx, opts)
 	budget.release()
 	if err != nil {
+		if opts.Era != mcpclient.EraUnknown && a.ctx.Err() == nil {
+			// A startup that failed from a hint may have failed of it (a
+			// server that changed protocol and ignores the hinted
+			// handshake): the next one probes.
+			sc.forgetEra(opts.Era)
+		}
 		return nil, nil, err
 	}
 	sc.sess.env.learnEra(sc.scopeKey, conn.Era(), true)
@@ -370,6 +376,7 @@ func (sc *serverConn) finishStart(a *startAttempt, conn *mcpclient.Conn, tools [
 		if refresh {
 			sc.startRefresher()
 		}
+		sc.noteListen(conn)
 		// Startups run in rounds that close waits for before it waits for
 		// the watchers: this Add comes before that Wait.
 		sess.watchers.Add(1)

@@ -146,6 +146,7 @@ func (sess *Session) current(ctx context.Context, scs []*serverConn) error {
 		return callerError(ctx, err)
 	}
 	sess.catchUp(ctx, scs, false)
+	sess.refreshExpired(scs)
 	if sess.closing() {
 		// The close emptied the catalog meanwhile: no listing of it is
 		// right.

@@ -79,6 +79,9 @@ type serverConn struct {
 	// those reported in mcp/log already.
 	excluded     []protocol.ExcludedTool
 	excludedSeen []protocol.ExcludedTool
+	// listenWarned is the last refusal of subscriptions/listen reported
+	// in mcp/log (noteListen).
+	listenWarned string
 
 	// cacheMu orders the disk cache writes and removals of this server:
 	// they run in the background, and neither an older listing nor one a

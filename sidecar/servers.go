@@ -84,7 +84,14 @@ func (s *Server) serversStatus(ctx context.Context, rq *request) (result, error)
 	res := protocol.ServersStatusResult{Servers: []protocol.ServerStatus{}, Launcher: launcher}
 	size := sess.snapshot().catalogSize()
 	for _, sc := range sess.allServers() {
+		sc.mu.Lock()
+		conn := sc.conn
+		sc.mu.Unlock()
+		sc.noteListen(conn)
 		st := sc.status(launcher)
+		if conn != nil && st.Era != "" {
+			st.ListenRefused = sc.listenRefusal(conn)
+		}
 		st.Authorization = sc.authorizationStatus(st.State)
 		if sc.hasCatalog() {
 			n := size[sc.name]

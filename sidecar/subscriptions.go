@@ -35,7 +35,9 @@ func (s *Server) resourcesSubscribe(ctx context.Context, rq *request) (result, e
 	sc.mu.Unlock()
 	reqCtx, cancel := sc.requestContext(ctx)
 	defer cancel()
-	if err := conn.Subscribe(reqCtx, p.URI); err != nil {
+	err = conn.Subscribe(reqCtx, p.URI)
+	sc.noteListen(conn)
+	if err != nil {
 		if !had {
 			sc.mu.Lock()
 			delete(sc.subscribed, p.URI)

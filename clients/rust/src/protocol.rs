@@ -2360,6 +2360,9 @@ pub struct ServerStatus {
     /// Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay).
     #[serde(rename = "excludedTools", default, skip_serializing_if = "Option::is_none")]
     pub excluded_tools: Option<Vec<ExcludedTool>>,
+    /// A server of MCP 2026-07-28's refusal of subscriptions/listen (its error), until a stream is accepted: its list_changed notifications and resource updates do not come meanwhile. Reported once in mcp/log (warning).
+    #[serde(rename = "listenRefused", default, skip_serializing_if = "Option::is_none")]
+    pub listen_refused: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -2483,6 +2486,8 @@ pub enum ToolsChangedParamsReason {
     Refresh,
     /// `startup`
     Startup,
+    /// `expired`
+    Expired,
     Other(String),
 }
 
@@ -2493,6 +2498,7 @@ impl ToolsChangedParamsReason {
             ToolsChangedParamsReason::ListChanged => "list_changed",
             ToolsChangedParamsReason::Refresh => "refresh",
             ToolsChangedParamsReason::Startup => "startup",
+            ToolsChangedParamsReason::Expired => "expired",
             ToolsChangedParamsReason::Other(s) => s,
         }
     }
@@ -2504,6 +2510,7 @@ impl From<&str> for ToolsChangedParamsReason {
             "list_changed" => ToolsChangedParamsReason::ListChanged,
             "refresh" => ToolsChangedParamsReason::Refresh,
             "startup" => ToolsChangedParamsReason::Startup,
+            "expired" => ToolsChangedParamsReason::Expired,
             other => ToolsChangedParamsReason::Other(other.to_string()),
         }
     }

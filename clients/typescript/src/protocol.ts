@@ -582,6 +582,8 @@ export interface ServerStatus {
   instructions?: string;
   /** Tools the server listed that the catalog leaves out: their x-mcp-header declarations break MCP's rules, so they cannot be called as the server expects (the server's other tools stay). */
   excludedTools?: Array<ExcludedTool>;
+  /** A server of MCP 2026-07-28's refusal of subscriptions/listen (its error), until a stream is accepted: its list_changed notifications and resource updates do not come meanwhile. Reported once in mcp/log (warning). */
+  listenRefused?: string;
 }
 
 /** A tool a server listed that the catalog leaves out, and why. */
@@ -631,7 +633,7 @@ export interface StartupCompleteParams {
 export interface ToolsChangedParams {
   sessionId: string;
   server: string;
-  reason: "list_changed" | "refresh" | "startup";
+  reason: "list_changed" | "refresh" | "startup" | "expired";
 }
 
 export interface ProgressValue {
