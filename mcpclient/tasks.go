@@ -89,11 +89,13 @@ func (c *Conn) taskResult(ctx context.Context, params json.RawMessage) (json.Raw
 		return nil, fmt.Errorf("server %q: tasks/result: no taskId", c.name)
 	}
 	get := append(append([]byte(`{"taskId":`), jsonString(p.TaskID)...), '}')
+	var lastStatus string
 	for {
 		raw, err := c.taskCall(ctx, "tasks/get", get)
 		if err != nil {
 			return nil, err
 		}
+		lastStatus = c.polledStatus(raw, lastStatus)
 		var t struct {
 			Status         string          `json:"status"`
 			PollIntervalMs *float64        `json:"pollIntervalMs"`
@@ -145,4 +147,33 @@ func (c *Conn) taskResult(ctx context.Context, params json.RawMessage) (json.Raw
 			return nil, err
 		}
 	}
+}
+
+// polledStatus tells the TaskStatus handler of a status this client's own
+// polling saw change (a modern server's task, whose statuses this client
+// learns by tasks/get rather than by the server's notifications), so that
+// the caller hears of "working", "input_required" and the end as it does
+// from a server that notifies them. The task goes out as the server
+// described it, without its result, input requests or request state
+// (which belong to the tasks/result answer and its rounds, not to a
+// status). It returns the status seen.
+func (c *Conn) polledStatus(raw json.RawMessage, last string) string {
+	h := c.opts.Handlers.TaskStatus
+	var task map[string]json.RawMessage
+	if json.Unmarshal(raw, &task) != nil {
+		return last
+	}
+	var status string
+	if json.Unmarshal(task["status"], &status) != nil || status == last {
+		return last
+	}
+	if h != nil {
+		for _, k := range []string{"result", "error", "inputRequests", "requestState", "resultType"} {
+			delete(task, k)
+		}
+		if params, err := json.Marshal(task); err == nil {
+			h(params)
+		}
+	}
+	return status
 }

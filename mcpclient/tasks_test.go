@@ -91,12 +91,21 @@ func TestModernTasks(t *testing.T) {
 	s := &modernTaskServer{}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
+	var statusMu sync.Mutex
+	var statuses []string
 	c := connect(t, Options{
 		Config:      &config.ServerConfig{URL: srv.URL},
 		Elicitation: true,
-		Handlers: Handlers{Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"action":"accept","content":{}}`), nil
-		}},
+		Handlers: Handlers{
+			Elicit: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"action":"accept","content":{}}`), nil
+			},
+			TaskStatus: func(params json.RawMessage) {
+				statusMu.Lock()
+				defer statusMu.Unlock()
+				statuses = append(statuses, string(params))
+			},
+		},
 	})
 	ctx := testCtx(t)
 	created, err := c.CallToolTask(ctx, "slow", nil, nil, json.RawMessage(`{}`))
@@ -118,6 +127,19 @@ func TestModernTasks(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != -32601 || !strings.Contains(se.Message, "keeps no list of tasks") {
 		t.Errorf("tasks/list: %v, want -32601 saying why", err)
 	}
+	// The statuses this client's polling saw reach the handler once each,
+	// as a server's notifications would, without the task's result or
+	// input requests.
+	statusMu.Lock()
+	wantStatuses := []string{
+		`{"pollIntervalMs":1,"status":"input_required","taskId":"t1"}`,
+		`{"pollIntervalMs":1,"status":"working","taskId":"t1"}`,
+		`{"status":"completed","taskId":"t1"}`,
+	}
+	if diff := cmp.Diff(wantStatuses, statuses); diff != "" {
+		t.Errorf("task statuses told (-want +got):\n%s", diff)
+	}
+	statusMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if diff := cmp.Diff([]string{`{"ok":{"action":"accept","content":{}}}`}, s.updates); diff != "" {
