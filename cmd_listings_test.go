@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,6 +137,74 @@ func TestBinaryList(t *testing.T) {
 	}
 	if r := runBin(t, nil, "--help"); !strings.Contains(r.stdout, "mcp-sidecar list ") {
 		t.Errorf("--help lacks list:\n%s", r)
+	}
+}
+
+// TestCmdListWithNothingToStart: with no server both valid and trusted
+// (a project's Cursor file on its first run, or only config errors), list
+// still draws each server with why it did not start, the way to trust it,
+// and --json the same rows; exit 1.
+func TestCmdListWithNothingToStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, root string) (source string)
+		row   []string // NAME, STATUS, TOOLS, TRANSPORT
+		note  string   // below the table
+	}{{
+		name: "untrusted",
+		setup: func(t *testing.T, root string) string {
+			c := fixture.Config("cur", fixture.Spec{ToolCount: 1})
+			b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"cur": map[string]any{"command": c.Command, "args": c.Args, "env": c.Env}}})
+			path := filepath.Join(root, ".cursor", "mcp.json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, string(b), 0o600)
+			return path
+		},
+		row:  []string{"cur", "untrusted", "-", "-"},
+		note: "'mcp-sidecar trust'",
+	}, {
+		name: "invalid",
+		setup: func(t *testing.T, root string) string {
+			path := filepath.Join(os.Getenv("HOME"), ".claude.json")
+			writeFile(t, path, `{"mcpServers": {"bad": {"type": "http", "url": "ftp://x"}}}`, 0o600)
+			return path
+		},
+		row:  []string{"bad", "invalid", "-", "-"},
+		note: `key "url": must be an http:// or https:// URL`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			root := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			source := tc.setup(t, root)
+			t.Chdir(root)
+			r := runCmd(t, nil, "list")
+			if r.code != 1 {
+				t.Errorf("want exit 1: %s", r)
+			}
+			rows := tableRows(t, r.stdout, "NAME ")
+			if diff := cmp.Diff(tc.row, rows[tc.row[0]][:4]); diff != "" {
+				t.Errorf("row (-want +got):\n%s\n%s", diff, r)
+			}
+			if !strings.Contains(r.stdout, source) || !strings.Contains(r.stdout, "\n  "+tc.row[0]+": ") || !strings.Contains(r.stdout, tc.note) {
+				t.Errorf("stdout lacks the source %s, or why %s did not start with %q:\n%s", source, tc.row[0], tc.note, r)
+			}
+			r = runCmd(t, nil, "list", "--json")
+			var doc struct {
+				Servers []struct{ Name, State, Source, Error string }
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 1 {
+				t.Fatalf("list --json: exit %d, %v\n%s", r.code, err, r)
+			}
+			if len(doc.Servers) != 1 || doc.Servers[0].Name != tc.row[0] || doc.Servers[0].State != tc.row[1] ||
+				!strings.HasPrefix(doc.Servers[0].Source, source) || !strings.Contains(doc.Servers[0].Error, tc.note) {
+				t.Errorf("list --json: %+v\n%s", doc.Servers, r)
+			}
+		})
 	}
 }
 

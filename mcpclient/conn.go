@@ -146,8 +146,11 @@ type Options struct {
 	// 401, that request being sent once more with the new headers; the
 	// headers it returned last are added to every request of the
 	// connection (over the configured http_headers of the same name). An
-	// error fails the request that needed the headers, naming the server.
-	// Its values are secrets: never logged. Nil: none.
+	// error (which says it is the helper's) fails the request that needed
+	// the headers, with the server's name before it; one before any
+	// headers were given fails every later request of the connection
+	// without another call, and ends the handshake at once. Its values
+	// are secrets: never logged. Nil: none.
 	DynamicHeaders func(ctx context.Context, refresh bool) (http.Header, error)
 	// CloseGrace is how long Close waits after closing stdin before it
 	// sends SIGTERM to the group; TermGrace how long after SIGTERM before

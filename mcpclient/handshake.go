@@ -302,7 +302,7 @@ func (c *Conn) discover(ctx context.Context, version string, probe bool) error {
 			// server/discover with a result, and a broken one is not
 			// talked to.
 			return err
-		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused():
+		case ctx.Err() != nil, errors.Is(err, ErrUnreachable), errors.Is(err, ErrRedirectRefused), errors.Is(err, ErrMessageTooLarge), c.authRefused(), c.helperFailed():
 			return err // no other request would fare better
 		case probe:
 			return &legacyServer{why: err}
@@ -427,6 +427,12 @@ func (c *Conn) authRefused() bool {
 	return c.http != nil && c.http.rt.refusedAuth()
 }
 
+// helperFailed reports whether the header helper failed before any
+// request could be sent: another era's handshake would fail the same way.
+func (c *Conn) helperFailed() bool {
+	return c.http != nil && c.http.rt.helperFailed()
+}
+
 // wrongEra reports whether the failure of a legacy-hinted initialize may
 // be the server's change of era (the hint is what an earlier connection
 // found, kept on disk): an answer that refuses it (a JSON-RPC error, also
@@ -434,10 +440,11 @@ func (c *Conn) authRefused() bool {
 // it, as some die of a request they do not know. Not a timeout: a server
 // slow to start cannot be told from one that ignores initialize, and a
 // legacy server that answers late must not be sent server/discover after
-// initialize. Nor a refusal of the client's authorization, or a server
-// that cannot be reached: no other request would fare better.
+// initialize. Nor a refusal of the client's authorization, a header
+// helper that failed, or a server that cannot be reached: no other
+// request would fare better.
 func (c *Conn) wrongEra(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || c.authRefused() || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrRedirectRefused) || errors.Is(err, ErrMessageTooLarge) {
+	if ctx.Err() != nil || c.authRefused() || c.helperFailed() || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrRedirectRefused) || errors.Is(err, ErrMessageTooLarge) {
 		return false
 	}
 	var se *ServerError

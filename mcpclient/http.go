@@ -114,6 +114,11 @@ type headerTransport struct {
 	dynMu      sync.Mutex
 	dynHeaders http.Header
 	dynGen     int
+	// dynErr is the helper's failure before it ever gave headers: every
+	// later request of the connection fails with it rather than run the
+	// helper again (a helper that fails or hangs does so each time, and the
+	// first failure says why).
+	dynErr error
 }
 
 // dynamicHeaders returns the helper's headers and their generation: the
@@ -128,9 +133,16 @@ func (t *headerTransport) dynamicHeaders(ctx context.Context, refresh bool, gen 
 	if t.dynGen > 0 && (!refresh || t.dynGen != gen) {
 		return t.dynHeaders, t.dynGen, nil
 	}
+	if t.dynGen == 0 && t.dynErr != nil {
+		return nil, 0, t.dynErr
+	}
 	h, err := t.dynamic(ctx, refresh)
 	if err != nil {
-		return nil, t.dynGen, fmt.Errorf("%s: its header helper failed: %w", t.prefix(), err)
+		err = fmt.Errorf("%s: %w", t.prefix(), err)
+		if t.dynGen == 0 {
+			t.dynErr = err
+		}
+		return nil, t.dynGen, err
 	}
 	t.dynHeaders, t.dynGen = h, t.dynGen+1
 	return h, t.dynGen, nil
@@ -400,7 +412,10 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 		}
 	case http.StatusUnauthorized, http.StatusForbidden:
 		what = fmt.Sprintf("%s answered %s: the server needs authorization; give it with bearer_token_env_var (a variable holding the token), env_http_headers or http_headers (\"headers\" in .mcp.json and VS Code's mcp.json)", t.url, resp.Status)
-		if t.headers.Get("Authorization") != "" {
+		switch {
+		case t.dynamic != nil:
+			what = fmt.Sprintf("%s answered %s: the server refused the headers of its header helper (http_headers_helper, headersHelper in .mcp.json), those it gave when run again after a 401 too: check what the helper prints, and the token's scopes", t.url, resp.Status)
+		case t.headers.Get("Authorization") != "":
 			what = fmt.Sprintf("%s answered %s: the server refused the authorization sent (from bearer_token_env_var, env_http_headers or http_headers): check the token and its scopes", t.url, resp.Status)
 		}
 	case http.StatusMethodNotAllowed:
@@ -767,6 +782,18 @@ func (h *httpState) fresh(ctx context.Context) error {
 		old.Close()
 	}
 	return nil
+}
+
+// helperFailed reports whether the header helper failed before it ever
+// gave headers: no request of the connection can be sent, so no other
+// handshake is worth trying.
+func (t *headerTransport) helperFailed() bool {
+	if t.dynamic == nil {
+		return false
+	}
+	t.dynMu.Lock()
+	defer t.dynMu.Unlock()
+	return t.dynErr != nil
 }
 
 // refusedAuth reports whether the last POST was refused for its

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,4 +277,84 @@ func TestKeyringUnavailable(t *testing.T) {
 			t.Error("auto did not use the keychain it has")
 		}
 	})
+}
+
+// hungKeyring is a keychain whose every call waits until release is
+// closed, as a locked one waiting for its unlock prompt does.
+type hungKeyring struct {
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (k *hungKeyring) Get(service, account string) (string, error) {
+	k.calls.Add(1)
+	<-k.release
+	return "", ErrKeyringNotFound
+}
+
+func (k *hungKeyring) Set(service, account, secret string) error {
+	k.calls.Add(1)
+	<-k.release
+	return nil
+}
+
+func (k *hungKeyring) Delete(service, account string) error {
+	k.calls.Add(1)
+	<-k.release
+	return ErrKeyringNotFound
+}
+
+// A keychain that does not answer (locked, its prompt unseen) fails the
+// call after KeyringTimeout as a keychain that cannot be used: "auto"
+// reads and writes the file, "keyring" fails with an error that names
+// the server and says why. While the call is stuck the keychain is not
+// asked again.
+func TestKeyringThatDoesNotAnswer(t *testing.T) {
+	for _, store := range []string{StoreAuto, StoreKeyring} {
+		t.Run(store, func(t *testing.T) {
+			e, _ := newKeyringEnv(t, store)
+			kr := &hungKeyring{release: make(chan struct{})}
+			t.Cleanup(func() { close(kr.release) })
+			e.m.opts.Keyring = kr
+			e.m.opts.KeyringTimeout = time.Millisecond
+			inFile := &Credentials{Server: "remote", URL: e.srv.URL, AccessToken: "from-the-file", RefreshToken: "r"}
+			if err := e.m.save(e.srv.Key(), inFile); err != nil {
+				t.Fatal(err)
+			}
+
+			st, err := e.m.Status(e.srv)
+			switch store {
+			case StoreAuto:
+				if err != nil || !st.Authorized {
+					t.Errorf("status = %+v, %v; want the file's token", st, err)
+				}
+				if secrets := e.m.Secrets(e.srv); !slices.Contains(secrets, "from-the-file") {
+					t.Errorf("secrets = %q, want the file's token", secrets)
+				}
+				if err := e.m.keep(e.srv, &Credentials{Server: "remote", URL: e.srv.URL, AccessToken: "new"}); err != nil {
+					t.Errorf("keep: %v", err)
+				}
+				if c, err := e.m.credentials(e.srv.Key()); err != nil || c == nil || c.AccessToken != "new" {
+					t.Errorf("the file holds %+v, %v; want the new token", c, err)
+				}
+			case StoreKeyring:
+				var ke *KeyringError
+				if !errors.As(err, &ke) {
+					t.Fatalf("status: %v, want a *KeyringError", err)
+				}
+				for _, want := range []string{`server "remote"`, "did not answer within 1ms; it may be locked"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+			}
+			// After keyringRetry the keychain would be asked again, but the
+			// first call has not ended: no second one waits on it.
+			e.clock.Advance(2 * keyringRetry)
+			e.m.Status(e.srv)
+			if n := kr.calls.Load(); n != 1 {
+				t.Errorf("%d calls of a keychain that never answered, want 1", n)
+			}
+		})
+	}
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// mcp_oauth_credentials_store is "keyring" or "auto"; nil is the
 	// system's (OSKeyring).
 	Keyring Keyring
+	// KeyringTimeout bounds one call of the keychain; zero is
+	// DefaultKeyringTimeout. A call that does not answer in time counts as
+	// a keychain that cannot be used (stores.go, keyringCall).
+	KeyringTimeout time.Duration
 }
 
 // Manager owns the credentials store and the authorization flows. One
@@ -95,6 +99,9 @@ type Manager struct {
 	keyringCache    map[string]keyringEntry
 	keyringFailed   error
 	keyringFailedAt time.Time
+	// keyringPending is closed when a keychain call that timed out ends;
+	// no other call is made meanwhile (keyringCall).
+	keyringPending chan struct{}
 }
 
 // NewManager returns a Manager; Close ends its flows.
@@ -119,6 +126,9 @@ func NewManager(opts Options) *Manager {
 	}
 	if opts.Keyring == nil {
 		opts.Keyring = OSKeyring{}
+	}
+	if opts.KeyringTimeout <= 0 {
+		opts.KeyringTimeout = DefaultKeyringTimeout
 	}
 	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshes: map[string]*refreshCall{}, refreshFailed: map[string]time.Time{}, keyringCache: map[string]keyringEntry{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -15,6 +16,68 @@ import (
 // a missing D-Bus session or a locked keychain fails every call the same
 // way, and asking costs a process (dbus-launch) or a round trip each time.
 const keyringRetry = 30 * time.Second
+
+// DefaultKeyringTimeout bounds one call of the OS keychain
+// (Options.KeyringTimeout). Unlocking a keychain can wait for a person:
+// on Linux go-keyring waits for the Secret Service's unlock prompt with
+// no time limit, and macOS's security command can wait on a dialog. On a
+// machine where no one sees the prompt (an SSH session, a locked screen)
+// that would stop a server's startup, the scrubbing of its messages
+// (Secrets) and doctor (Status) for good.
+const DefaultKeyringTimeout = 5 * time.Second
+
+// keyringTimeoutError is a keychain call that did not answer in time.
+type keyringTimeoutError struct{ after time.Duration }
+
+func (e *keyringTimeoutError) Error() string {
+	return fmt.Sprintf("it did not answer within %v; it may be locked, waiting for a password prompt", e.after)
+}
+
+// keyringCall runs f, one call of m's keychain, for at most
+// KeyringTimeout. go-keyring's calls take no context, so f runs on a
+// goroutine of its own that a timeout leaves to end when the keychain
+// answers (or with the process); until it has, every call fails at once
+// as timed out, so a stuck keychain holds one goroutine, not one per
+// call. A timeout is an error of the keychain, not a missing entry:
+// noteKeyring records it, "auto" uses the file and "keyring" fails with
+// a KeyringError.
+func keyringCall[T any](m *Manager, f func() (T, error)) (T, error) {
+	var zero T
+	timedOut := &keyringTimeoutError{after: m.opts.KeyringTimeout}
+	m.mu.Lock()
+	if m.keyringPending != nil {
+		select {
+		case <-m.keyringPending:
+			m.keyringPending = nil
+		default:
+			m.mu.Unlock()
+			return zero, timedOut
+		}
+	}
+	m.mu.Unlock()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // the goroutine never waits for a reader
+	ended := make(chan struct{})
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+		close(ended)
+	}()
+	timer := time.NewTimer(m.opts.KeyringTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-timer.C:
+	}
+	m.mu.Lock()
+	m.keyringPending = ended
+	m.mu.Unlock()
+	return zero, timedOut
+}
 
 // store is srv's credentials store: file unless auto or keyring.
 func (s Server) store() string {
@@ -151,7 +214,8 @@ func (m *Manager) keyringGet(srv Server, fresh bool) (*Credentials, error) {
 	var secret string
 	var err error
 	for _, acct := range []string{account, srv.Name + "|" + keyringDigest(srv.URL, false)} {
-		if secret, err = m.opts.Keyring.Get(keyringService, acct); !errors.Is(err, ErrKeyringNotFound) {
+		secret, err = keyringCall(m, func() (string, error) { return m.opts.Keyring.Get(keyringService, acct) })
+		if !errors.Is(err, ErrKeyringNotFound) {
 			break
 		}
 	}
@@ -187,7 +251,7 @@ func (m *Manager) keyringSet(srv Server, c *Credentials) error {
 		return err
 	}
 	account := keyringAccount(srv.Name, srv.URL)
-	err = m.opts.Keyring.Set(keyringService, account, secret)
+	_, err = keyringCall(m, func() (struct{}, error) { return struct{}{}, m.opts.Keyring.Set(keyringService, account, secret) })
 	m.noteKeyring(err)
 	if err != nil {
 		return err
@@ -214,7 +278,7 @@ func (m *Manager) keyringDelete(srv Server, rt string) (bool, error) {
 	removed := false
 	var firstErr error
 	for _, acct := range []string{account, srv.Name + "|" + keyringDigest(srv.URL, false)} {
-		err := m.opts.Keyring.Delete(keyringService, acct)
+		_, err := keyringCall(m, func() (struct{}, error) { return struct{}{}, m.opts.Keyring.Delete(keyringService, acct) })
 		switch {
 		case err == nil:
 			removed = true

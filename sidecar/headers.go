@@ -2,8 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -76,10 +74,7 @@ func (sc *serverConn) dynamicHeaders(cfg *config.ServerConfig) func(ctx context.
 			Timeout: cfg.HeadersHelperTimeout(),
 		})
 		if err != nil {
-			var he *headerhelper.Error
-			if errors.As(err, &he) {
-				return nil, fmt.Errorf("server %q: %w", sc.name, err)
-			}
+			// mcpclient names the server.
 			return nil, err
 		}
 		sc.sess.env.helperSecrets.add(sc.name, headerhelper.Values(h))

@@ -77,7 +77,7 @@ printf '{"Authorization":"Bearer tok-%s-%s","X-Server":"%s %s"}' "$n" "$MARK" "$
 	}
 	bad := &config.ServerConfig{Name: "bad", URL: "https://b/mcp", HTTPHeadersHelper: "sh bad.sh", Dir: dir}
 	_, err = newTestConn(t, bad, []string{"PATH=" + os.Getenv("PATH")}).dynamicHeaders(bad)(ctx, false)
-	if err == nil || !strings.HasPrefix(err.Error(), `server "bad": header helper "sh bad.sh" exited with exit status 2`) || strings.Contains(err.Error(), "s3cr3t") {
+	if err == nil || !strings.HasPrefix(err.Error(), `header helper "sh bad.sh" exited with exit status 2`) || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("error %v", err)
 	}
 }

@@ -98,3 +98,55 @@ printf '{"Authorization":"Bearer %s"}' "$tok"`
 		t.Errorf("error %q (data %+v): want the token redacted", pe.Message, data)
 	}
 }
+
+// A header helper that fails ends the server's startup at once: it runs
+// once, not again for another attempt at the handshake, and the failure
+// says what the helper did. One whose token the server refuses, also
+// after the run again that a 401 causes, gets a hint about the helper.
+func TestHeadersHelperFailureEndsStartup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		runs   int
+		want   string
+	}{
+		{"fails", "echo 'no credentials here' >&2\nexit 3\n", 1,
+			`server "tok" failed to start: header helper "sh headers.sh" exited with exit status 3 (its 20 bytes of standard error are not shown`},
+		{"refused", `printf '{"Authorization":"Bearer wrong-tok-5e4d3c2b"}'` + "\n", 2,
+			`answered 401 Unauthorized: the server refused the headers of its header helper (http_headers_helper, headersHelper in .mcp.json), those it gave when run again after a 401 too`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var unauthorized atomic.Int32
+			ts := tokenServer(t, "never-given", &unauthorized)
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "headers.sh"), []byte("echo run >> runs\n"+tc.script), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			mcpJSON := filepath.Join(dir, ".mcp.json")
+			entry, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tok": map[string]any{"type": "http", "url": ts.URL + "/mcp", "headersHelper": "sh headers.sh"}}})
+			if err := os.WriteFile(mcpJSON, entry, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t)
+			h.initialize(map[string]*config.ServerConfig{}, map[string]any{"configFiles": []string{mcpJSON}})
+			open := h.open(map[string]any{"startup": "eager"})
+			sum := h.waitComplete(open.SessionID, 0)
+			if len(sum.Failed) != 1 {
+				t.Fatalf("startupComplete %+v: want tok failed", sum)
+			}
+			runs, err := os.ReadFile(filepath.Join(dir, "runs"))
+			if n := strings.Count(string(runs), "run"); err != nil || n != tc.runs {
+				t.Errorf("the helper ran %d times, want %d (%v)", n, tc.runs, err)
+			}
+			msg := sum.Failed[0].Error
+			if !strings.Contains(msg, tc.want) || strings.Count(msg, `server "tok"`) != 1 {
+				t.Errorf("error %q, want %q, naming the server once", msg, tc.want)
+			}
+			for _, bad := range []string{"context canceled", "bearer_token_env_var", "wrong-tok"} {
+				if strings.Contains(msg, bad) {
+					t.Errorf("error %q has %q", msg, bad)
+				}
+			}
+		})
+	}
+}

@@ -55,11 +55,15 @@ type Spec struct {
 type Error struct {
 	Command string
 	Reason  string
+	// Err is the caller's context's error when it ended the run.
+	Err error
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("header helper %q %s", e.Command, e.Reason)
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 var errTimeout = errors.New("header helper timed out")
 
@@ -96,7 +100,9 @@ func Run(ctx context.Context, s Spec) (http.Header, error) {
 	case errors.Is(context.Cause(ctx), errTimeout):
 		return fail("did not finish within %s (http_headers_helper_timeout_sec)", s.Timeout)
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		// Said with its cause (a startup's deadline, a session that
+		// closed), not as a bare "context canceled".
+		return nil, &Error{Command: s.Command, Reason: fmt.Sprintf("was stopped before it finished: %v", context.Cause(ctx)), Err: ctx.Err()}
 	case err != nil:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

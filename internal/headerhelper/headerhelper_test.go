@@ -133,13 +133,17 @@ func zombie(pid int) bool {
 	return ok && strings.HasPrefix(rest, "Z")
 }
 
-// The caller's context ends the helper too, and is reported as itself.
+// The caller's context ends the helper too, and is reported as itself,
+// with its cause in words.
 func TestRunContextCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("startup_timeout_sec elapsed"))
 	_, err := Run(ctx, Spec{Command: "sleep 600", Env: []string{"PATH=" + os.Getenv("PATH")}, Timeout: time.Minute})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if want := `header helper "sleep 600" was stopped before it finished: startup_timeout_sec elapsed`; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 }
 

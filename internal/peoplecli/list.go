@@ -58,10 +58,13 @@ func List(ctx context.Context, env Env, args []string) int {
 	if !ok {
 		return code
 	}
-	defer c.sess.close(ctx)
-	rep, _, err := c.report(ctx, env)
-	if err != nil {
-		return fail(ctx, c.stderr, "list", err)
+	rep := toolsReport{Servers: []toolsServer{}}
+	if c.started() {
+		defer c.sess.close(ctx)
+		var err error
+		if rep, _, err = c.report(ctx, env); err != nil {
+			return fail(ctx, c.stderr, "list", err)
+		}
 	}
 	rep.Servers = append(rep.Servers, notStartedServers(c.l, o.only)...)
 	slices.SortFunc(rep.Servers, func(a, b toolsServer) int { return strings.Compare(a.Name, b.Name) })

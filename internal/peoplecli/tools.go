@@ -156,6 +156,10 @@ type catalogRun struct {
 	status int
 }
 
+// started reports whether a session was opened: a command that lists
+// problems gets a catalogRun without one when no server can start.
+func (c *catalogRun) started() bool { return c.sess != nil }
+
 // openCatalog loads the servers the flags name, reports the config's
 // problems on stderr and opens a session of them (with a live display of
 // their startup on a terminal). ok false: the command ends with code.
@@ -217,6 +221,13 @@ func openCatalog(ctx context.Context, env Env, cmd string, o *catalogOptions) (c
 		}
 	}
 	if len(names) == 0 {
+		if o.listsProblems {
+			// Nothing to start, and the command's report is the servers
+			// that did not start and why (untrusted, invalid): it draws
+			// them without a session.
+			c.status = exitFailure
+			return c, 0, true
+		}
 		fmt.Fprintf(stderr, "mcp-sidecar %s: no valid server in the config\n", cmd)
 		return nil, exitFailure, false
 	}

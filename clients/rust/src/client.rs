@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::protocol::{
     host_requests, requests, AuthorizeParams, AuthorizeResult, CallToolResult,
     CreateMessageResult, CreateTaskResult, ElicitParams, ElicitResult, HostMethod,
-    InitializeParams, InitializeResult, Notification, Request, RootsParams, RootsResult,
+    InitializeParams, InitializeResult, InputParams, InputResult, Notification, Request, RootsParams, RootsResult,
     SampleParams, ToolsCallParams, PROTOCOL_VERSION,
 };
 
@@ -402,7 +402,8 @@ pub type RequestHandler = Arc<dyn Fn(&str, Value) -> Result<Value, RpcError> + S
 type TypedHandler = Arc<dyn Fn(Value, CancelFlag) -> Result<Value, RpcError> + Send + Sync>;
 
 /// The typed handlers of the sidecar's requests, by method: set them with
-/// `Options::on_elicit`, `on_roots`, `on_sample`, `on_authorize` or `on`.
+/// `Options::on_elicit`, `on_roots`, `on_sample`, `on_authorize`, `on_input`
+/// or `on`.
 #[derive(Clone, Default)]
 pub struct HostHandlers(HashMap<&'static str, TypedHandler>);
 
@@ -543,6 +544,19 @@ impl Options {
             + 'static,
     ) -> Self {
         self.on::<host_requests::Authorize>(f)
+    }
+
+    /// Answers `mcp/input` (declare `capabilities.inputs`): a server of a
+    /// VS Code file uses `${input:ID}`; ask the user `p.description` (hide
+    /// the answer when `p.password`, offer `p.default`) and answer
+    /// `InputResult { value: Some(..), .. }`, or `cancelled: Some(true)`
+    /// when the user declined. The sidecar asks once per input and keeps
+    /// the answer for as long as it runs.
+    pub fn on_input(
+        self,
+        f: impl Fn(InputParams, CancelFlag) -> Result<InputResult, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        self.on::<host_requests::Input>(f)
     }
 }
 

@@ -266,6 +266,58 @@ fn host_requests_are_typed_and_cancellable() {
     assert!(cancelled_rx.recv_timeout(WAIT).unwrap(), "the handler saw the cancellation");
 }
 
+/// on_input answers mcp/input: a server of a VS Code file that uses
+/// `${input:ID}` comes up ready once the host answered.
+#[test]
+fn inputs_are_answered_with_on_input() {
+    let dir = std::env::temp_dir().join(format!("mcp-sidecar-rust-inputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mcp.json");
+    let config = json!({
+        "inputs": [{"type": "promptString", "id": "token", "description": "API token", "password": true}],
+        "servers": {"example": {"type": "stdio", "command": binary(), "args": ["example-server"], "env": {"INPUT_TOKEN": "${input:token}"}}},
+    });
+    std::fs::write(&file, config.to_string()).unwrap();
+    let (asked_tx, asked_rx) = mpsc::channel::<InputParams>();
+    let asked_tx = Mutex::new(asked_tx);
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let options = Options::default()
+        .with_notifications(move |n| {
+            let _ = tx.lock().unwrap().send(n);
+        })
+        .on_input(move |p, _| {
+            asked_tx.lock().unwrap().send(p).unwrap();
+            Ok(InputResult { value: Some("tok-from-the-host".into()), cancelled: None })
+        });
+    let mut cmd = Command::new(binary());
+    cmd.stderr(Stdio::null());
+    let client = SidecarClient::spawn(cmd, options).expect("spawn");
+    client
+        .initialize(&InitializeParams {
+            client_info: Some(Implementation { name: "rust-client-test".into(), version: None }),
+            capabilities: Some(HostCapabilities { inputs: Some(true), ..Default::default() }),
+            cache_dir: Some(dir.join("cache").to_string_lossy().into_owned()),
+            config_files: Some(vec![file.to_string_lossy().into_owned()]),
+            ..Default::default()
+        })
+        .expect("initialize");
+    let open = client
+        .call::<requests::SessionOpen>(&SessionOpenParams { startup: Some(SessionOpenParamsStartup::Eager), ..Default::default() })
+        .expect("session/open");
+    let complete = loop {
+        if let Notification::StartupComplete(c) = rx.recv_timeout(WAIT).expect("round 0 notifications") {
+            break c;
+        }
+    };
+    assert_eq!(complete.ready, vec!["example".to_string()], "{complete:?}");
+    let asked = asked_rx.recv_timeout(WAIT).expect("mcp/input");
+    assert_eq!((asked.session_id.as_str(), asked.server.as_str(), asked.id.as_str()), (open.session_id.as_str(), "example", "token"));
+    assert_eq!(asked.password, Some(true));
+    client.shutdown(WAIT).expect("shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn url_elicitation_is_typed() {
     let (asked_tx, asked_rx) = mpsc::channel::<ElicitRequestURLParams>();

@@ -27,6 +27,8 @@ import {
   type ErrorData,
   type HostRequestMap,
   type InitializeParams,
+  type InputParams,
+  type InputResult,
   type InitializeResult,
   type ListTasksResult,
   type RequestMap,
@@ -227,9 +229,10 @@ export type HostRequestHandler<M extends keyof HostRequestMap> = (
 /**
  * A running sidecar and the connection to it.
  *
- * Register handlers (onNotification, onElicit, onRoots, onSample) before
- * initialize: servers are offered elicitation, roots and sampling only when
- * initialize.capabilities says so, and start right after session/open.
+ * Register handlers (onNotification, onElicit, onRoots, onSample, onInput)
+ * before initialize: servers are offered elicitation, roots and sampling,
+ * and inputs are asked, only when initialize.capabilities says so, and
+ * servers start right after session/open.
  */
 export class SidecarClient {
   /** The sidecar's process id. */
@@ -563,6 +566,17 @@ export class SidecarClient {
    */
   onAuthorize(handler: (params: AuthorizeParams, signal: AbortSignal) => AuthorizeResult | Promise<AuthorizeResult>): Disposable {
     return this.#onHostRequest('mcp/authorize', handler);
+  }
+
+  /**
+   * Answers mcp/input (declare capabilities.inputs in initialize): a server
+   * of a VS Code file uses ${input:ID}; ask the user params.description
+   * (hide the answer when params.password) and answer {value}, or
+   * {cancelled: true} when the user declined. The sidecar asks once per
+   * input and keeps the answer for as long as it runs.
+   */
+  onInput(handler: (params: InputParams, signal: AbortSignal) => InputResult | Promise<InputResult>): Disposable {
+    return this.#onHostRequest('mcp/input', handler);
   }
 
   #onHostRequest<M extends keyof HostRequestMap>(method: M, handler: HostRequestHandler<M>): Disposable {

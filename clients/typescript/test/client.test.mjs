@@ -186,6 +186,42 @@ test('onRoots and onSample answer server-everything', async (t) => {
   assert.match(JSON.stringify(sample.content), /Hi from the host model/);
 });
 
+test('onInput answers mcp/input: a server of a VS Code file that uses ${input:ID} comes up with the answer', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-inputs-'));
+  const file = path.join(dir, 'mcp.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      inputs: [{ type: 'promptString', id: 'token', description: 'API token', password: true }],
+      servers: { everything: { type: 'stdio', command: process.execPath, args: [everything, 'stdio'], env: { INPUT_TOKEN: '${input:token}' } } },
+    }),
+  );
+  const client = await SidecarClient.start({ binary, stderr: 'ignore' });
+  t.after(() => client.dispose());
+  const asked = [];
+  client.onInput((params) => {
+    asked.push(params);
+    return { value: 'tok-from-the-host' };
+  });
+  const roundZero = new Promise((resolve) =>
+    client.onNotification('mcp/startupComplete', (p) => {
+      if (p.round === 0) resolve(p);
+    }),
+  );
+  await client.initialize({
+    clientInfo: { name: 'client-test', version: '1' },
+    capabilities: { inputs: true },
+    cacheDir: mkdtempSync(path.join(os.tmpdir(), 'sidecar-cache-')),
+    configFiles: [file],
+  });
+  const { sessionId } = await client.openSession({ startup: 'eager' });
+  const complete = await roundZero;
+  assert.deepEqual(complete.ready, ['everything'], JSON.stringify(complete));
+  assert.deepEqual(asked, [{ sessionId, server: 'everything', id: 'token', source: file, description: 'API token', password: true }]);
+  const env = await client.callTool({ sessionId, name: 'mcp__everything__get-env', arguments: {} });
+  assert.equal(JSON.parse(env.text()).INPUT_TOKEN, 'tok-from-the-host');
+});
+
 test('dispose shuts down, exits 0 and leaves no server process', async () => {
   const client = await SidecarClient.start({ binary, stderr: 'ignore' });
   await client.initialize({ servers: { example: { command: binary, args: ['example-server'] } } });
