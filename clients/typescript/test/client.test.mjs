@@ -58,7 +58,13 @@ test('initialize, a session, its catalog and a call, all typed', async (t) => {
   assert.ok(add, `add is listed: ${list.tools.map((x) => x.name)}`);
   assert.equal(add.tool, 'add');
   assert.equal(add.server, 'example');
-  assert.deepEqual(list.servers, [{ name: 'example', state: 'ready', catalog: 'live' }]);
+  // The example server gives instructions, which reach the host with its
+  // catalog.
+  assert.deepEqual(
+    list.servers.map(({ instructions, ...server }) => server),
+    [{ name: 'example', state: 'ready', catalog: 'live' }],
+  );
+  assert.match(list.servers[0].instructions, /^A demonstration server/);
 
   const result = await client.callTool({ sessionId, name: 'mcp__example__add', arguments: { a: 2, b: 40 } });
   assert.deepEqual(result.structuredContent, { sum: 42 });
