@@ -9,7 +9,7 @@ import (
 
 // TestBinaryLinksNoTestPackages checks that the shipped binary does not
 // link the packages only tests need: the protocol schema and its checker
-// (schema, which tests hand to peoplecli.Env and hostclient.Options
+// (schema, which tests hand to cli.Env and hostclient.Options
 // through the hostclient.Checker interface), the fixture server and the
 // OAuth test server. (jsonschema-go stays linked: go-sdk's mcp package
 // and mcpclient's elicitation defaults use it.)
@@ -22,7 +22,7 @@ func TestBinaryLinksNoTestPackages(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps .: %v", err)
 	}
-	testOnly := []string{module + "/schema", module + "/internal/fixture", module + "/internal/oauthtest"}
+	testOnly := []string{module + "/schema", module + "/internal/testing/fixture", module + "/internal/testing/oauthtest"}
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {

@@ -197,7 +197,7 @@ func floorRelay(tb testing.TB) string {
 var buildDirs []string
 
 // echoServer is a stdio server with an echo tool, and the echo's
-// arguments: "fixture" (go-sdk, internal/fixture) or "everything"
+// arguments: "fixture" (go-sdk, internal/testing/fixture) or "everything"
 // (server-everything on node; skips when setup.sh did not install it).
 func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessage) {
 	tb.Helper()

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/proctree"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/proctree"
 )
 
 // tree is everything one server started, on Unix: the process group it
