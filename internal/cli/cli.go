@@ -1,4 +1,4 @@
-// Package peoplecli is the binary's command line: its command table (serve,
+// Package cli is the binary's command line: its command table (serve,
 // what harnesses spawn; the commands for people: doctor, list, tools,
 // call, resources, prompts, login, logout, probe-launcher, completion;
 // and demo, example-server, version, help). The commands for people drive

@@ -4,6 +4,10 @@
 // server that hid a child from its group (setsid, a detached node child)
 // cannot leave that child running as long as its parent chain was intact
 // when the set was last updated.
+//
+// Tree is what one stdio connection holds: it puts the server in a group
+// of its own when it starts (on Windows, a job object), and signals and
+// waits for everything the server started when the connection ends.
 package proctree
 
 import (

@@ -1,33 +1,26 @@
 //go:build !unix && !windows
 
-package mcpclient
+package proctree
 
 import (
 	"os/exec"
 	"time"
 )
 
-// Without process groups or job objects only the direct child can be
-// ended: os/exec kills it.
-type tree struct{ cmd *exec.Cmd }
+// Tree is the server alone: without process groups or job objects only
+// the direct child can be ended, and os/exec kills it.
+type Tree struct{ cmd *exec.Cmd }
 
-func newTree() *tree                { return &tree{} }
-func (t *tree) prepare(c *exec.Cmd) { t.cmd = c }
-func (t *tree) attach(int) error    { return nil }
-func (t *tree) update()             {}
-func (t *tree) release()            {}
+func NewTree() *Tree                { return &Tree{} }
+func (t *Tree) Prepare(c *exec.Cmd) { t.cmd = c }
+func (t *Tree) Attach(int) error    { return nil }
+func (t *Tree) Update()             {}
+func (t *Tree) Release()            {}
 
-type signal int
-
-const (
-	sigTerminate signal = iota
-	sigKill
-)
-
-func (t *tree) signal(signal) {
+func (t *Tree) Signal(Signal) {
 	if t.cmd.Process != nil {
 		t.cmd.Process.Kill()
 	}
 }
 
-func (t *tree) wait(time.Duration, signal) bool { return true }
+func (t *Tree) Wait(time.Duration, Signal) bool { return true }

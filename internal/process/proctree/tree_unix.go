@@ -1,31 +1,29 @@
 //go:build unix
 
-package mcpclient
+package proctree
 
 import (
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/mcp-sidecar/mcp-sidecar/internal/process/proctree"
 )
 
-// tree is everything one server started, on Unix: the process group it
+// Tree is everything one server started, on Unix: the process group it
 // leads and, through the process table, the processes that left the group
-// but descend from it (proctree).
-type tree struct {
-	mu   sync.Mutex // proctree.Set is not safe for concurrent use
-	set  *proctree.Set
-	live []proctree.Proc // as of the last update
+// but descend from it (Set). Its methods are safe for concurrent use.
+type Tree struct {
+	mu   sync.Mutex // Set is not safe for concurrent use
+	set  *Set
+	live []Proc // as of the last update
 }
 
-func newTree() *tree { return &tree{} }
+func NewTree() *Tree { return &Tree{} }
 
-// prepare puts the child in a process group of its own, so that closing
+// Prepare puts the child in a process group of its own, so that closing
 // the connection can signal the server and everything it started (npx,
 // sh -c, node workers) at once.
-func (t *tree) prepare(cmd *exec.Cmd) {
+func (t *Tree) Prepare(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -33,16 +31,16 @@ func (t *tree) prepare(cmd *exec.Cmd) {
 	setDeathSignal(cmd.SysProcAttr)
 }
 
-// attach starts following the group the child leads (Setpgid with Pgid 0).
-func (t *tree) attach(pid int) error {
+// Attach starts following the group the child leads (Setpgid with Pgid 0).
+func (t *Tree) Attach(pid int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.set = proctree.NewGroup(pid)
+	t.set = NewGroup(pid)
 	return nil
 }
 
-// update reads the process table and adds what the server started since.
-func (t *tree) update() {
+// Update reads the process table and adds what the server started since.
+func (t *Tree) Update() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.set == nil {
@@ -53,13 +51,8 @@ func (t *tree) update() {
 	}
 }
 
-const (
-	sigTerminate = proctree.Terminate
-	sigKill      = proctree.Kill
-)
-
-// signal sends sig to the group and to every member that left it.
-func (t *tree) signal(sig proctree.Signal) {
+// Signal sends sig to the group and to every member that left it.
+func (t *Tree) Signal(sig Signal) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.set == nil {
@@ -72,8 +65,9 @@ func (t *tree) signal(sig proctree.Signal) {
 	t.set.Signal(live, sig)
 }
 
-// wait waits up to d until nothing of the tree runs.
-func (t *tree) wait(d time.Duration, resend proctree.Signal) bool {
+// Wait waits up to d until nothing of the tree runs; with a non-zero
+// resend it sends that signal to members that are still there.
+func (t *Tree) Wait(d time.Duration, resend Signal) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.set == nil {
@@ -82,4 +76,5 @@ func (t *tree) wait(d time.Duration, resend proctree.Signal) bool {
 	return t.set.Wait(d, resend)
 }
 
-func (t *tree) release() {}
+// Release lets go of what Attach holds; on Unix there is nothing.
+func (t *Tree) Release() {}

@@ -1,4 +1,4 @@
-package mcpclient
+package proctree
 
 import (
 	"errors"
@@ -12,22 +12,22 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// tree is everything one server started, on Windows: a job object with
+// Tree is everything one server started, on Windows: a job object with
 // kill-on-close that holds the server from its first instruction (it is
 // created suspended, assigned, then resumed) and, since Windows 8,
 // whatever it starts. The sidecar's handle is the job's only one: if the
 // sidecar dies, the kernel closes it and ends every process of the job.
 // The server also leads a console process group of its own, so that a
 // Ctrl-Break reaches it and not the sidecar.
-type tree struct {
+type Tree struct {
 	mu  sync.Mutex
 	job windows.Handle
 	pid uint32
 }
 
-func newTree() *tree { return &tree{} }
+func NewTree() *Tree { return &Tree{} }
 
-func (t *tree) prepare(cmd *exec.Cmd) {
+func (t *Tree) Prepare(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -35,10 +35,10 @@ func (t *tree) prepare(cmd *exec.Cmd) {
 	cmd.SysProcAttr.HideWindow = true
 }
 
-// attach puts the suspended child in a new job and resumes it. Whatever
+// Attach puts the suspended child in a new job and resumes it. Whatever
 // fails, the child is resumed (or, if it cannot be, ended): an error means
 // it runs outside a job.
-func (t *tree) attach(pid int) error {
+func (t *Tree) Attach(pid int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pid = uint32(pid)
@@ -53,7 +53,7 @@ func (t *tree) attach(pid int) error {
 	return jobErr
 }
 
-func (t *tree) newJob() error {
+func (t *Tree) newJob() error {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return fmt.Errorf("creating a job object: %w", err)
@@ -109,24 +109,17 @@ func resumeProcess(pid uint32) error {
 	return nil
 }
 
-func (t *tree) update() {}
+func (t *Tree) Update() {}
 
-type signal int
-
-const (
-	sigTerminate signal = iota // Ctrl-Break to the server's console process group
-	sigKill                    // the whole job
-)
-
-func (t *tree) signal(sig signal) {
+func (t *Tree) Signal(sig Signal) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch sig {
-	case sigTerminate:
+	case Terminate: // Ctrl-Break to the server's console process group
 		// Reaches the server only if it shares the sidecar's console;
 		// the kill that follows the grace period does not depend on it.
 		windows.GenerateConsoleCtrlEvent(windows.CTRL_BREAK_EVENT, t.pid)
-	case sigKill:
+	case Kill: // the whole job
 		if t.job != 0 {
 			windows.TerminateJobObject(t.job, 1)
 		} else if h, err := windows.OpenProcess(windows.PROCESS_TERMINATE, false, t.pid); err == nil {
@@ -144,8 +137,8 @@ type jobAccounting struct {
 	ActiveProcesses, TotalTerminatedProcesses          uint32
 }
 
-// wait polls the job until no process of it is active, for at most d.
-func (t *tree) wait(d time.Duration, resend signal) bool {
+// Wait polls the job until no process of it is active, for at most d.
+func (t *Tree) Wait(d time.Duration, resend Signal) bool {
 	t.mu.Lock()
 	job := t.job
 	t.mu.Unlock()
@@ -161,8 +154,8 @@ func (t *tree) wait(d time.Duration, resend signal) bool {
 		if err != nil || acct.ActiveProcesses == 0 {
 			return err == nil
 		}
-		if resend == sigKill {
-			t.signal(sigKill)
+		if resend == Kill {
+			t.Signal(Kill)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -173,8 +166,8 @@ func (t *tree) wait(d time.Duration, resend signal) bool {
 	}
 }
 
-// release closes the job: kill-on-close ends anything still in it.
-func (t *tree) release() {
+// Release closes the job: kill-on-close ends anything still in it.
+func (t *Tree) Release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.job != 0 {
