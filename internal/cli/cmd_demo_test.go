@@ -1,8 +1,9 @@
-package main
+package cli_test
 
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // changed from run to run.
 func TestDemoMatchesREADME(t *testing.T) {
 	isolate(t)
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(moduleRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

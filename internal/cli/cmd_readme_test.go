@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bytes"
@@ -117,7 +117,7 @@ comand_timeout = 5
 	// free on every machine.
 	transcript = strings.ReplaceAll(transcript, refused, "127.0.0.1:9")
 
-	doc, err := os.ReadFile(peopleDoc)
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, peopleDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ comand_timeout = 5
 	}
 	if *updateDocs {
 		updated := string(doc[:start]) + transcript + string(doc[end:])
-		if err := os.WriteFile(peopleDoc, []byte(updated), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(moduleRoot, peopleDoc), []byte(updated), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func TestBinaryVersionIsOneString(t *testing.T) {
 			t.Skipf("scripts/release.sh needs %s", tool)
 		}
 	}
-	file, err := os.ReadFile("VERSION")
+	file, err := os.ReadFile(filepath.Join(moduleRoot, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,7 @@ func TestBinaryVersionIsOneString(t *testing.T) {
 	out := t.TempDir()
 	target := runtime.GOOS + "/" + runtime.GOARCH
 	cmd := exec.Command("bash", "scripts/release.sh", "-o", out, target)
+	cmd.Dir = moduleRoot
 	cmd.Env = env
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("release.sh: %v\n%s", err, b)
@@ -46,7 +47,7 @@ func TestBinaryVersionIsOneString(t *testing.T) {
 	}
 	released := filepath.Join(out, "bin", runtime.GOOS+"-"+runtime.GOARCH, exe)
 
-	goRun := exec.Command("go", "run", ".", "version")
+	goRun := exec.Command("go", "run", moduleRoot, "version")
 	for name, cmd := range map[string]*exec.Cmd{
 		"go build": exec.Command(binary(t), "version"),
 		"go run":   goRun,
@@ -69,6 +70,7 @@ func TestBinaryVersionIsOneString(t *testing.T) {
 	}
 
 	cmd = exec.Command("bash", "scripts/release.sh", "-o", t.TempDir(), target)
+	cmd.Dir = moduleRoot
 	cmd.Env = append(env, "VERSION=9.9.9")
 	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "edit VERSION") {
 		t.Errorf("release.sh with a $VERSION other than the file's: %v\n%s", err, b)

@@ -1,6 +1,7 @@
-package main
+package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,10 @@ import (
 func TestMain(m *testing.M) {
 	fixture.Main()
 	fakeBrowser()
+	if err := findModule(); err != nil {
+		fmt.Fprintln(os.Stderr, "finding the module:", err)
+		os.Exit(1)
+	}
 	// Tests point HOME at temporary directories; the go command that
 	// builds the real binary keeps the caches of the real HOME.
 	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
