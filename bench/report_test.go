@@ -77,6 +77,20 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// callLabel names a server of the call path's rows with the MCP version
+// every contender speaks to it.
+func callLabel(kind string) string {
+	_, version, _ := strings.Cut(kind, "-")
+	name, _, _ := strings.Cut(kind, "-")
+	if version == "" {
+		version = legacyVersion
+		if kind == "fixture" {
+			version = modernVersion
+		}
+	}
+	return fmt.Sprintf("%s at %s", name, version)
+}
+
 // reportCallPath is measurements 1 (a small tools/call: latency,
 // throughput) and 7 (large payloads) as one table: direct client, floor
 // relay and sidecar process side by side, the sidecar's goals as ratios to
@@ -94,7 +108,7 @@ func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads
 		p("| %d | %s | %s | %s | %s | %s | %s |\n", n, what, direct, floor, sidecar, r, goal)
 	}
 	if calls {
-		for _, kind := range []string{"fixture", "everything"} {
+		for _, kind := range callKinds {
 			if kind == "everything" {
 				if _, _, why := everythingEntry(); why != "" {
 					p("| 1 | echo on server-everything: skipped (%s) | | | | | |\n", why)
@@ -111,7 +125,7 @@ func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads
 				limit float64
 			}{{"median", 0.5, "<= 1.1x", 1.1}, {"p99", 0.99, "<= 1.3x", 1.3}} {
 				r := float64(q("sidecar", x.q)) / float64(q("floor", x.q))
-				row(1, fmt.Sprintf("echo tools/call on %s, latency %s (n=%d each)", kind, x.name, len(cf.latency["sidecar"])),
+				row(1, fmt.Sprintf("echo tools/call on %s, latency %s (n=%d each)", callLabel(kind), x.name, len(cf.latency["sidecar"])),
 					ms(q("direct", x.q)), ms(q("floor", x.q)), ms(q("sidecar", x.q)), r, x.goal, r <= x.limit)
 			}
 			for _, conc := range []int{1, 8, 64} {

@@ -108,6 +108,8 @@ type Server struct {
 // shutdown, 1 when the host exits or disappears without shutdown (as LSP).
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 	s := newServer(ctx, opts)
+	r, w, closeOut := hostStdio(r, w)
+	defer closeOut()
 	// The connection must not close w when the host closes stdin: replies
 	// to requests in flight still go out (a host may half-close).
 	s.conn = protocol.NewConn(r, writeOnly{w}, protocol.ConnOptions{
