@@ -1,7 +1,7 @@
 // Command mcp-sidecar gives agent harnesses a complete MCP client runtime.
 // With no command it speaks the host protocol (LSP-framed JSON-RPC) on
 // stdin/stdout (docs/protocol.md); its commands for people live in
-// internal/peoplecli.
+// internal/cli.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/peoplecli"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/cli"
 )
 
 // version is the binary's version: the VERSION file at the root of the
@@ -40,18 +40,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runEnv runs the program in env; an interrupt (Ctrl-C, SIGTERM, SIGHUP)
 // ends it and every server it started.
-func runEnv(args []string, env peoplecli.Env) int {
+func runEnv(args []string, env cli.Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	return peoplecli.Main(ctx, env, args)
+	return cli.Main(ctx, env, args)
 }
 
 // processEnv is the process's world: its streams, environment, home and
 // working directory.
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) peoplecli.Env {
+func processEnv(stdin io.Reader, stdout, stderr io.Writer) cli.Env {
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
-	return peoplecli.Env{
+	return cli.Env{
 		Stdin:     stdin,
 		Stdout:    stdout,
 		Stderr:    stderr,

@@ -262,7 +262,7 @@ var callKinds = []string{"fixture", "fixture-2025-11-25", "everything"}
 
 // echoServer is a stdio server with an echo tool, the echo's arguments,
 // and the MCP version every contender speaks to it: "fixture" (go-sdk,
-// internal/fixture; no protocol_version, so the sidecar reaches it at
+// internal/testing/fixture; no protocol_version, so the sidecar reaches it at
 // 2026-07-28), "fixture-2025-11-25" (the same, protocol_version
 // 2025-11-25) or "everything" (server-everything on node; skips when
 // setup.sh did not install it).

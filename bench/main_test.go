@@ -9,7 +9,7 @@ import (
 	"runtime/pprof"
 	"testing"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 

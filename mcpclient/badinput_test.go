@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 )
 
 // modernDiscover is a DiscoverResult of a 2026-07-28 server, for the raw

@@ -33,7 +33,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
@@ -118,7 +118,7 @@ type Options struct {
 	// HTTP body or SSE event (default 64 MiB).
 	MaxLineBytes int
 	// Reaper registers the server process, when the sidecar serves the
-	// host protocol (nil otherwise): see internal/reaper.
+	// host protocol (nil otherwise): see internal/process/reaper.
 	Reaper *reaper.Reaper
 	// Background runs work that outlives the call that started it (the
 	// teardown of a server whose startup failed) on a goroutine the caller

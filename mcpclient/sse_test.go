@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/oauthtest"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 )
 

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 )
 
 // A secret in a stderr line longer than the reader's buffer is replaced

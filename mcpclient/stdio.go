@@ -16,7 +16,8 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/proctree"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
 )
 
@@ -26,8 +27,8 @@ type process struct {
 	name   string
 	cmd    *exec.Cmd
 	pid    int
-	child  *reaper.Child // nil without a reaper
-	tree   *tree         // everything the server started
+	child  *reaper.Child  // nil without a reaper
+	tree   *proctree.Tree // everything the server started
 	stdin  *onceCloser
 	stdout *lineReader
 	stderr *ring
@@ -84,8 +85,8 @@ func startProcess(opts *Options) (*process, error) {
 		// delay only bounds Wait should that ever change.
 		WaitDelay: time.Second,
 	}
-	tr := newTree()
-	tr.prepare(cmd)
+	tr := proctree.NewTree()
+	tr.Prepare(cmd)
 
 	var files []*os.File // every pipe end, closed on failure
 	closeAll := func() {
@@ -118,14 +119,14 @@ func startProcess(opts *Options) (*process, error) {
 	child, err := opts.Reaper.Start(cmd)
 	if err != nil {
 		closeAll()
-		tr.release()
+		tr.Release()
 		return nil, fmt.Errorf("server %q: starting %q: %w", opts.Name, cfg.Command, err)
 	}
 	// The child has its copies; ours of its ends would hide EOF.
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	if err := tr.attach(cmd.Process.Pid); err != nil {
+	if err := tr.Attach(cmd.Process.Pid); err != nil {
 		opts.Logger.Warn("the server's processes are not contained", "server", opts.Name, "err", err)
 	}
 
@@ -138,7 +139,7 @@ func startProcess(opts *Options) (*process, error) {
 		// Whoever closes stdin first (go-sdk closing its connection, or
 		// stop), the tree is learnt before: a server that exits on EOF
 		// leaves its children to be re-parented, out of reach of the walk.
-		stdin:      &onceCloser{f: inW, beforeClose: tr.update},
+		stdin:      &onceCloser{f: inW, beforeClose: tr.Update},
 		stderr:     &ring{max: opts.StderrBytes},
 		stderrR:    errR,
 		stderrDone: make(chan struct{}),
@@ -213,14 +214,14 @@ func (p *process) stop(closeGrace, termGrace time.Duration) {
 		// Closing stdin learns the tree first; if go-sdk closed it
 		// already, learn what the server started since.
 		if !p.stdin.closeNow() {
-			p.tree.update()
+			p.tree.Update()
 		}
 		if !p.waitGone(closeGrace) {
-			p.tree.signal(sigTerminate)
+			p.tree.Signal(proctree.Terminate)
 			if !p.waitGone(termGrace) {
-				p.tree.signal(sigKill)
+				p.tree.Signal(proctree.Kill)
 				waitClosed(p.exited, killWait)
-				p.tree.wait(killWait, sigKill)
+				p.tree.Wait(killWait, proctree.Kill)
 			}
 		}
 		// What the server detached with no parent chain left to it (a
@@ -229,7 +230,7 @@ func (p *process) stop(closeGrace, termGrace time.Duration) {
 		// sidecar (docs/reliability.md).
 		p.child.EndOrphans(termGrace)
 		p.child.Ended()
-		p.tree.release()
+		p.tree.Release()
 		p.drainStderr(100 * time.Millisecond)
 		p.stdout.Close()
 		p.stderrR.Close()
@@ -245,7 +246,7 @@ func (p *process) waitGone(d time.Duration) bool {
 	if !waitClosed(p.exited, d) {
 		return false
 	}
-	return p.tree.wait(time.Until(deadline), 0)
+	return p.tree.Wait(time.Until(deadline), 0)
 }
 
 func waitClosed(ch <-chan struct{}, d time.Duration) bool {

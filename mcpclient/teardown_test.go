@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 )
 
 // shServer is a stdio server run by sh -c script.

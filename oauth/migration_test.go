@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcp-sidecar/mcp-sidecar/internal/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/oauthtest"
 )
 
 // connectMigrating connects as the sidecar does (the handler's Transport

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 

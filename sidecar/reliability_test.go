@@ -29,9 +29,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )

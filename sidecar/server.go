@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
-	"github.com/mcp-sidecar/mcp-sidecar/internal/reaper"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -53,7 +53,7 @@ type Options struct {
 	// --startup-timeout).
 	StartupTimeout time.Duration
 	// Reaper registers the server processes, when this process serves the
-	// host protocol as its job (the serve command): see internal/reaper.
+	// host protocol as its job (the serve command): see internal/process/reaper.
 	// Nil: each connection still ends its servers' process trees.
 	Reaper *reaper.Reaper
 

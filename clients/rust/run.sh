@@ -6,7 +6,7 @@
 # Builds offline against the crates Debian packages (see .cargo/config.toml)
 # and installs them when missing (apt-get: root, as CI is). Without a path it
 # builds the sidecar from this repository. Builds the OAuth-protected test
-# server (internal/oauthtest/serve) the mcp/authorize tests answer; the
+# server (internal/testing/oauthtest/serve) the mcp/authorize tests answer; the
 # tests run clients/testdata/mcp-test-server.mjs with node. Then builds a
 # fresh project outside the repository that depends on the crate, offline,
 # set up by offline.sh alone (tests/scratch-project.sh).
@@ -27,7 +27,7 @@ fi
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 mkdir -p "$CARGO_TARGET_DIR"
 oauth_serve="$(cd "$CARGO_TARGET_DIR" && pwd)/oauthtest-serve"
-(cd "$root" && go build -o "$oauth_serve" ./internal/oauthtest/serve)
+(cd "$root" && go build -o "$oauth_serve" ./internal/testing/oauthtest/serve)
 
 cd "$here"
 MCP_SIDECAR_BIN="$bin" MCP_SIDECAR_OAUTH_SERVE="$oauth_serve" cargo test --offline --quiet

@@ -8,7 +8,7 @@
 # missing or stale, checks that src/protocol.ts is what the schema gives,
 # type-checks and compiles with tsc --strict, checks the type tests
 # (typetest/), and runs the tests with node's test runner. Needs Node >= 20,
-# and Go for the OAuth-protected test server (internal/oauthtest/serve) the
+# and Go for the OAuth-protected test server (internal/testing/oauthtest/serve) the
 # onAuthorize tests answer.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,7 +17,7 @@ if [[ -z "$bin" ]]; then
   bin="$here/.mcp-sidecar"
   (cd "$here/../.." && go build -o "$bin" .)
 fi
-(cd "$here/../.." && go build -o "$here/.oauthtest-serve" ./internal/oauthtest/serve)
+(cd "$here/../.." && go build -o "$here/.oauthtest-serve" ./internal/testing/oauthtest/serve)
 cd "$here"
 if ! cmp -s package-lock.json node_modules/.package-lock.json.installed 2>/dev/null; then
   # The platform packages are left out: tests run the binary given above,

@@ -1,5 +1,5 @@
 //! Options::on_authorize against the real sidecar ($MCP_SIDECAR_BIN) and a
-//! real OAuth-protected Streamable HTTP MCP server: internal/oauthtest's
+//! real OAuth-protected Streamable HTTP MCP server: internal/testing/oauthtest's
 //! authorization server and MCP server, served on loopback by
 //! $MCP_SIDECAR_OAUTH_SERVE (run.sh builds both). The handler does what a
 //! host does: it opens the authorization URL in a "browser" (an HTTP GET

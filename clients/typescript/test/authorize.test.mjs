@@ -1,5 +1,5 @@
 // onAuthorize against the real sidecar binary ($MCP_SIDECAR_BIN) and a real
-// OAuth-protected Streamable HTTP MCP server: internal/oauthtest's
+// OAuth-protected Streamable HTTP MCP server: internal/testing/oauthtest's
 // authorization server and MCP server, served on loopback by
 // $MCP_SIDECAR_OAUTH_SERVE (run.sh builds both). The handler does what a
 // host does: it opens the authorization URL in a "browser" (fetch, which
@@ -19,7 +19,7 @@ import { SidecarClient } from '../dist/index.js';
 const binary = process.env.MCP_SIDECAR_BIN;
 assert.ok(binary, 'set MCP_SIDECAR_BIN to the mcp-sidecar binary (run.sh does)');
 const oauthServe = process.env.MCP_SIDECAR_OAUTH_SERVE;
-assert.ok(oauthServe, 'set MCP_SIDECAR_OAUTH_SERVE to the built internal/oauthtest/serve (run.sh does)');
+assert.ok(oauthServe, 'set MCP_SIDECAR_OAUTH_SERVE to the built internal/testing/oauthtest/serve (run.sh does)');
 
 /**
  * Starts the protected server. stop() ends it (stdin EOF) and resolves

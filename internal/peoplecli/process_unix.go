@@ -1,8 +1,0 @@
-//go:build unix
-
-package peoplecli
-
-import "syscall"
-
-// processExists reports whether pid names a process (a zombie included).
-func processExists(pid int) bool { return syscall.Kill(pid, 0) == nil }

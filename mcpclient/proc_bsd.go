@@ -1,9 +1,0 @@
-//go:build unix && !linux
-
-package mcpclient
-
-import "syscall"
-
-// setDeathSignal: there is no parent-death signal outside Linux; Close (and
-// the host's EOF handling) must end the group.
-func setDeathSignal(*syscall.SysProcAttr) {}
