@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -360,4 +361,67 @@ func describePathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// connectStdio spawns the server and runs the handshake, a probe and a
+// second process included (handshake.go).
+func (c *Conn) connectStdio(ctx context.Context) error {
+	if err := c.spawn(); err != nil {
+		return err
+	}
+	if err := c.handshake(ctx); err != nil {
+		return c.startupFailed(ctx, err)
+	}
+	return nil
+}
+
+// spawn starts the server process and its read loop. Each process has its
+// own readEnded and writeFailed (a probe may start a second one).
+func (c *Conn) spawn() error {
+	p, err := startProcess(&c.opts)
+	if err != nil {
+		return err
+	}
+	ended, failed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	lc := &lineConn{lines: p.stdout, w: p.stdin, writeFailed: func(err error) {
+		// The first failed write to the server's stdin: the monitor ends
+		// the connection.
+		once.Do(func() {
+			c.writeErr = err
+			close(failed)
+		})
+	}}
+	c.proc, c.lc, c.readEnded, c.writeFailed = p, lc, ended, failed
+	c.w.use(lc)
+	go func() {
+		c.w.readLines(lc)
+		close(ended)
+	}()
+	return nil
+}
+
+// processGone reports whether the stdio server exited or closed its
+// output.
+func (c *Conn) processGone() bool {
+	select {
+	case <-c.proc.exited:
+		return true
+	case <-c.readEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// respawn replaces the server process with a new one: the first exited,
+// or is in no state to be talked to, after the request died of (the
+// probe, or a legacy-hinted initialize), and the next goes to the new one.
+func (c *Conn) respawn(died, next string) error {
+	old, oldLC, oldEnded := c.proc, c.lc, c.readEnded
+	oldLC.Close()
+	old.stop(0, c.opts.TermGrace)
+	<-oldEnded
+	c.opts.Logger.Info("server exited on "+died+": started again for "+next, "server", c.name)
+	return c.spawn()
 }
