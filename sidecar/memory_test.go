@@ -2,6 +2,7 @@ package sidecar_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -49,22 +50,32 @@ func raceBuild() bool {
 
 // TestLargeResultsMemoryReturned: a sidecar process that relayed four
 // tool results of 60 MB gives the memory back: its resident size returns
-// to within half a result of what it was before them (it stayed at
-// 180 MB above for minutes). Long (240 MB through three processes), so
-// it runs with the soak tests (MCP_SIDECAR_SOAK=1 or -soak), and not
-// under the race detector, whose shadow memory stays resident: CI runs it
-// on its own, without -race (.ci/run).
+// to within half a result of what it was before them. Both ways a large
+// result goes: whole to a host that turned the output limit off (it
+// stayed 70 MB above for minutes), and cut to 25,000 tokens with the
+// whole kept in a file (600 MB above: nothing large reached the host, so
+// nothing asked for the memory back). Long (240 MB through three
+// processes, twice), so it runs with the soak tests (MCP_SIDECAR_SOAK=1
+// or -soak), and not under the race detector, whose shadow memory stays
+// resident: CI runs it on its own, without -race (.ci/run).
 //
 //	MCP_SIDECAR_SOAK=1 go test -count=1 -run TestLargeResultsMemoryReturned -v ./sidecar/
 func TestLargeResultsMemoryReturned(t *testing.T) {
-	if !*soak && os.Getenv("MCP_SIDECAR_SOAK") != "1" {
+	if !soaking() {
 		t.Skip("long: run with -soak or MCP_SIDECAR_SOAK=1")
 	}
 	if raceBuild() {
 		t.Skip("the race detector's shadow memory stays resident")
 	}
+	for _, limit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("limit=%v", limit), func(t *testing.T) { largeResultsMemoryReturned(t, limit) })
+	}
+}
+
+func largeResultsMemoryReturned(t *testing.T, limit bool) {
 	const result = 60 << 20
-	p := startSidecarProcess(t)
+	// The files of cut results go to a folder of the test's.
+	p := startSidecarProcess(t, "TMPDIR="+t.TempDir())
 	pid := p.cmd.Process.Pid
 	if _, ok := processRSS(pid); !ok {
 		t.Skip("no /proc to read a process's resident size from")
@@ -74,11 +85,10 @@ func TestLargeResultsMemoryReturned(t *testing.T) {
 	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{MaxFrameBytes: 4 * result})
 	defer c.Close()
 	servers := map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{ResultBytes: result}})}
-	// The results are relayed whole, as a host that turned the output
-	// limit off gets them: with the limit, each would be cut to 25,000
-	// tokens and kept in a file instead.
+	// Without the limit the results are relayed whole; with it, each is
+	// cut to 25,000 tokens and kept whole in a file.
 	if err := c.Call(ctx, protocol.MethodInitialize, map[string]any{"clientInfo": map[string]any{"name": "test"}, "cacheDir": t.TempDir(), "servers": servers,
-		"features": map[string]bool{"mcp_tool_output_limit": false}}, nil); err != nil {
+		"features": map[string]bool{"mcp_tool_output_limit": limit}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var open protocol.SessionOpenResult
@@ -88,8 +98,14 @@ func TestLargeResultsMemoryReturned(t *testing.T) {
 	before, _ := processRSS(pid)
 	peak := before
 	for range 4 {
-		if err := c.Call(ctx, protocol.MethodToolsCall, map[string]any{"sessionId": open.SessionID, "name": "mcp__s__echo"}, nil); err != nil {
+		var res struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if err := c.Call(ctx, protocol.MethodToolsCall, map[string]any{"sessionId": open.SessionID, "name": "mcp__s__echo"}, &res); err != nil {
 			t.Fatal(err)
+		}
+		if _, cut := res.Meta[protocol.MetaOutputCut]; cut != limit {
+			t.Fatalf("result cut: %v, want %v", cut, limit)
 		}
 		if rss, _ := processRSS(pid); rss > peak {
 			peak = rss
@@ -105,8 +121,8 @@ func TestLargeResultsMemoryReturned(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("resident: %d MiB before four results of %d MiB, %d MiB %v after them, want less than %d MiB more",
-				before>>20, result>>20, rss>>20, 2*testTimeout, result>>21)
+			t.Fatalf("resident: %d MiB before four results of %d MiB, %d MiB at most after a result, %d MiB %v after them, want less than %d MiB more",
+				before>>20, result>>20, peak>>20, rss>>20, 2*testTimeout, result>>21)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
