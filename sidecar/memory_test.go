@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -31,6 +32,15 @@ func processRSS(pid int) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// slowReader reads 64 KiB at most every two milliseconds: a host that
+// takes its time with a large result.
+type slowReader struct{ r io.Reader }
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	time.Sleep(2 * time.Millisecond)
+	return s.r.Read(p[:min(len(p), 64<<10)])
 }
 
 // raceBuild reports whether the test binary runs under the race detector,
@@ -82,7 +92,10 @@ func largeResultsMemoryReturned(t *testing.T, limit bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*testTimeout)
 	defer cancel()
-	c := hostclient.New(ctx, p.stdout, p.stdin, hostclient.Options{MaxFrameBytes: 4 * result})
+	// The host reads at about 30 MB/s, a result in two seconds: a release
+	// that comes while a result is still being written leaves its memory
+	// with the process (as it did on a loaded CI machine).
+	c := hostclient.New(ctx, &slowReader{r: p.stdout}, p.stdin, hostclient.Options{MaxFrameBytes: 4 * result})
 	defer c.Close()
 	servers := map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{ResultBytes: result}})}
 	// Without the limit the results are relayed whole; with it, each is
