@@ -15,7 +15,10 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/memrelease"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
 
 // processRSS is the resident size of process pid (Linux), false where
@@ -34,13 +37,21 @@ func processRSS(pid int) (int64, bool) {
 	return 0, false
 }
 
-// slowReader reads 64 KiB at most every two milliseconds: a host that
-// takes its time with a large result.
-type slowReader struct{ r io.Reader }
+// slowReader takes two milliseconds for every 64 KiB it reads: a host
+// that takes its time with a large result.
+type slowReader struct {
+	r    io.Reader
+	read int // bytes since the last pause
+}
 
 func (s *slowReader) Read(p []byte) (int, error) {
-	time.Sleep(2 * time.Millisecond)
-	return s.r.Read(p[:min(len(p), 64<<10)])
+	if s.read >= 64<<10 {
+		time.Sleep(2 * time.Millisecond)
+		s.read = 0
+	}
+	n, err := s.r.Read(p[:min(len(p), 64<<10-s.read)])
+	s.read += n
+	return n, err
 }
 
 // raceBuild reports whether the test binary runs under the race detector,
@@ -138,5 +149,84 @@ func largeResultsMemoryReturned(t *testing.T, limit bool) {
 				before>>20, result>>20, peak>>20, rss>>20, 2*testTimeout, result>>21)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestLargePayloadsScheduleRelease: a large result schedules a release of
+// the sidecar's memory whichever way it goes: relayed whole (a large host
+// frame), or cut to its limit (the host gets a small frame, and only the
+// server's message and the cut tell of it); and a large message of a
+// server alone schedules one (mcpclient.Options.MessageSize). The
+// releaser's timers are the test's: the release runs when the test says.
+func TestLargePayloadsScheduleRelease(t *testing.T) {
+	// A result cut to its limit (25,000 tokens) is about 100 kB.
+	const above, result = 256 << 10, 512 << 10
+	tests := []struct {
+		name  string
+		limit bool
+		// call makes the large payload: a tools/call, or the server's
+		// message told of directly.
+		call bool
+	}{
+		{name: "result relayed whole", limit: false, call: true},
+		{name: "result cut to its limit", limit: true, call: true},
+		{name: "server message", limit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheduled := make(chan func(), 16)
+			freed := make(chan struct{}, 16)
+			// The MessageSize of each connection of the server.
+			sizes := make(chan func(int), 4)
+			h := newHookedHarness(t, sidecar.Hooks{
+				Memory: &memrelease.Options{
+					Above: above,
+					Free:  func() { freed <- struct{}{} },
+					Now:   func() time.Time { return time.Unix(1000, 0) },
+					After: func(_ time.Duration, f func()) func() bool {
+						scheduled <- f
+						return func() bool { return true }
+					},
+				},
+				Connecting: func(_, _ string, opts mcpclient.Options) { sizes <- opts.MessageSize },
+			})
+			h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{Raw: &fixture.RawSpec{ResultBytes: result}})},
+				map[string]any{"features": map[string]bool{"mcp_tool_output_limit": tt.limit}})
+			open := h.open(map[string]any{"startup": "eager"})
+			if len(scheduled) != 0 {
+				t.Fatal("a release scheduled before any large payload")
+			}
+			if tt.call {
+				raw, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__echo"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cut := len(raw) < above; cut != tt.limit {
+					t.Fatalf("the host got %d bytes, want the result cut: %v", len(raw), tt.limit)
+				}
+			} else {
+				var size func(int)
+				select {
+				case size = <-sizes:
+				case <-time.After(testTimeout):
+					t.Fatal("the server was not connected")
+				}
+				if size == nil {
+					t.Fatal("the server's connection tells of no message sizes")
+				}
+				size(above - 1)
+				if len(scheduled) != 0 {
+					t.Fatal("a release scheduled after a small message")
+				}
+				size(result)
+			}
+			select {
+			case release := <-scheduled:
+				release()
+			case <-time.After(testTimeout):
+				t.Fatal("no release scheduled after a large payload")
+			}
+			<-freed
+		})
 	}
 }
