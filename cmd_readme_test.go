@@ -65,9 +65,9 @@ command = "mcp-sidecar"
 args = ["example-server", "--sandbox"]
 comand_timeout = 5
 `, 0o600)
-	// The project's .mcp.json: a server nobody runs and a legacy SSE one,
-	// both approved in Claude Code; the local scope has a server that
-	// cannot start.
+	// The project's .mcp.json: a server nobody runs and one with a typo
+	// in its type, both approved in Claude Code; the local scope has a
+	// server that cannot start.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ comand_timeout = 5
 	ln.Close()
 	writeFile(t, filepath.Join(proj, ".mcp.json"), `{"mcpServers": {
   "docs": {"type": "http", "url": "http://`+refused+`/mcp?api_key=s3cr3t"},
-  "search": {"type": "sse", "url": "https://search.example.com/sse"}
+  "search": {"type": "streamable_http", "url": "https://search.example.com/mcp"}
 }}`, 0o600)
 	writeFile(t, filepath.Join(home, ".claude.json"), `{"numStartups": 7, "projects": {"`+proj+`": {
   "hasTrustDialogAccepted": true, "enabledMcpjsonServers": ["docs", "search"],

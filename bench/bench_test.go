@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The benchmarks: one per measurement of the README's Benchmarks table
+// The benchmarks: one per measurement of bench/README.md's table of the last full run
 // (numbered as there), each with the sidecar path and its baseline as
 // sub-benchmarks of the same run. They are short enough for CI to run once
 // each:
@@ -18,11 +18,12 @@ import (
 // times: listings, spawned processes, RSS, goroutines, payload copies.
 
 // BenchmarkCall is measurement 1: an echo tools/call on a stdio server
-// (the go-sdk fixture; server-everything when setup.sh installed it)
-// through each contender (direct client, floor relay, sidecar process),
-// with 1, 8 and 64 calls in flight.
+// (the go-sdk fixture at 2026-07-28 and at 2025-11-25; server-everything,
+// at 2025-11-25, when setup.sh installed it) through each contender
+// (direct client, floor relay, sidecar process), all speaking the same
+// version to it, with 1, 8 and 64 calls in flight.
 func BenchmarkCall(b *testing.B) {
-	for _, kind := range []string{"fixture", "everything"} {
+	for _, kind := range callKinds {
 		b.Run("server="+kind, func(b *testing.B) {
 			p := setupCallPaths(b, kind)
 			for _, conc := range []int{1, 8, 64} {

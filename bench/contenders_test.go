@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,17 @@ import (
 //   - sidecar: the same Go host through a sidecar process with the server
 //     configured.
 //
-// The sidecar's goals are ratios to the floor measured in the same run.
+// The sidecar's goals are ratios to the floor measured in the same run,
+// with every contender speaking the same MCP version to the server (the
+// one the sidecar agrees on with it): the modern protocol costs more per
+// call (each request's _meta, larger results), whoever speaks it.
 var contenderNames = []string{"direct", "floor", "sidecar"}
+
+// The MCP versions of the call path's rows.
+const (
+	modernVersion = "2026-07-28"
+	legacyVersion = "2025-11-25"
+)
 
 // contender calls tools of one server.
 type contender interface {
@@ -43,14 +53,16 @@ type contender interface {
 	stop()
 }
 
-// startContender starts the named contender for the server cfg.
-func startContender(tb testing.TB, name string, cfg *config.ServerConfig) contender {
+// startContender starts the named contender for the server cfg, speaking
+// MCP version to it (the sidecar: as cfg says, which must come to the
+// same version).
+func startContender(tb testing.TB, name string, cfg *config.ServerConfig, version string) contender {
 	tb.Helper()
 	switch name {
 	case "direct":
-		return directContender{startDirect(tb, cfg)}
+		return directContender{startDirectAt(tb, cfg, version)}
 	case "floor":
-		return startFloor(tb, cfg)
+		return startFloor(tb, cfg, version)
 	case "sidecar":
 		h := startHost(tb, hostOptions{process: true})
 		// The other contenders relay results whole: so does this one (a
@@ -58,6 +70,18 @@ func startContender(tb testing.TB, name string, cfg *config.ServerConfig) conten
 		// written to a file, which is not relaying).
 		h.initialize(map[string]*config.ServerConfig{cfg.Name: cfg}, map[string]bool{"mcp_tool_output_limit": false}, "")
 		sess, _ := h.open("eager", nil)
+		var status struct {
+			Servers []struct {
+				Name            string `json:"name"`
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"servers"`
+		}
+		h.mustCall("servers/status", map[string]any{"sessionId": sess}, &status)
+		for _, s := range status.Servers {
+			if s.Name == cfg.Name && s.ProtocolVersion != version {
+				tb.Fatalf("the sidecar speaks %s to %s, not %s: the contenders would not compare like with like", s.ProtocolVersion, cfg.Name, version)
+			}
+		}
 		return sidecarContender{h: h, sess: sess, server: cfg.Name}
 	}
 	panic("unknown contender " + name)
@@ -96,14 +120,34 @@ type floorContender struct {
 	hc    *hostclient.Client
 	proc  int
 	close func()
+	// meta is the _meta of every request at 2026-07-28 (nil at an older
+	// version, which has the initialize handshake instead).
+	meta map[string]any
 }
 
 func (c floorContender) callTool(tool string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
 	var res json.RawMessage
-	err := c.hc.Call(ctx, "tools/call", map[string]any{"name": tool, "arguments": args}, &res)
+	params := map[string]any{"name": tool, "arguments": args}
+	if c.meta != nil {
+		params["_meta"] = c.meta
+	}
+	err := c.hc.Call(ctx, "tools/call", params, &res)
 	return res, err
+}
+
+// modernMeta is the _meta of a 2026-07-28 request (SEP-2575) with the
+// members the sidecar sends (mcpclient/handshake.go, modernMeta), so that
+// the server does the same work for each contender: the protocol version,
+// the client's identity and capabilities, and the log level.
+func modernMeta(client string) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": client, "version": "1"},
+		"io.modelcontextprotocol/logLevel":           "debug",
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+	}
 }
 
 func (c floorContender) pid() int { return c.proc }
@@ -111,8 +155,9 @@ func (c floorContender) pid() int { return c.proc }
 func (c floorContender) stop() { c.close() }
 
 // startFloor starts the floor relay with the server cfg behind it and
-// completes MCP's initialize through it.
-func startFloor(tb testing.TB, cfg *config.ServerConfig) floorContender {
+// opens MCP version through it: server/discover at 2026-07-28 (which has
+// no handshake: each request carries _meta), initialize before.
+func startFloor(tb testing.TB, cfg *config.ServerConfig, version string) floorContender {
 	tb.Helper()
 	cmd := exec.Command(floorRelay(tb), append([]string{cfg.Command}, cfg.Args...)...)
 	cmd.Env = os.Environ()
@@ -150,8 +195,21 @@ func startFloor(tb testing.TB, cfg *config.ServerConfig) floorContender {
 	tb.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
+	if version >= modernVersion {
+		meta := modernMeta("bench-floor")
+		var disc struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		if err := hc.Call(ctx, "server/discover", map[string]any{"_meta": meta}, &disc); err != nil {
+			tb.Fatalf("server/discover through the floor relay: %v", err)
+		}
+		if !slices.Contains(disc.SupportedVersions, version) {
+			tb.Fatalf("server/discover through the floor relay: the server supports %q, not %s", disc.SupportedVersions, version)
+		}
+		return floorContender{hc: hc, proc: cmd.Process.Pid, close: stop, meta: meta}
+	}
 	init := map[string]any{
-		"protocolVersion": "2025-11-25",
+		"protocolVersion": version,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "bench-floor", "version": "1"},
 	}
@@ -196,10 +254,19 @@ func floorRelay(tb testing.TB) string {
 // buildDirs are removed when the test binary ends (TestMain).
 var buildDirs []string
 
-// echoServer is a stdio server with an echo tool, and the echo's
-// arguments: "fixture" (go-sdk, internal/fixture) or "everything"
-// (server-everything on node; skips when setup.sh did not install it).
-func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessage) {
+// callKinds are the servers of the call path's rows: the go-sdk fixture
+// at the version the sidecar picks by default (2026-07-28) and pinned to
+// 2025-11-25, and server-everything (which answers 2025-11-25 whatever it
+// is asked).
+var callKinds = []string{"fixture", "fixture-2025-11-25", "everything"}
+
+// echoServer is a stdio server with an echo tool, the echo's arguments,
+// and the MCP version every contender speaks to it: "fixture" (go-sdk,
+// internal/fixture; no protocol_version, so the sidecar reaches it at
+// 2026-07-28), "fixture-2025-11-25" (the same, protocol_version
+// 2025-11-25) or "everything" (server-everything on node; skips when
+// setup.sh did not install it).
+func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessage, string) {
 	tb.Helper()
 	switch kind {
 	case "everything":
@@ -207,9 +274,13 @@ func echoServer(tb testing.TB, kind string) (*config.ServerConfig, json.RawMessa
 		if why != "" {
 			tb.Skip(why)
 		}
-		return &config.ServerConfig{Name: "s", Command: node, Args: []string{entry}}, json.RawMessage(`{"message":"hello"}`)
+		return &config.ServerConfig{Name: "s", Command: node, Args: []string{entry}}, json.RawMessage(`{"message":"hello"}`), legacyVersion
 	case "fixture":
-		return fixtureEcho(), echoArgs
+		return fixtureEcho(), echoArgs, modernVersion
+	case "fixture-2025-11-25":
+		cfg := fixtureEcho()
+		cfg.ProtocolVersion = legacyVersion
+		return cfg, echoArgs, legacyVersion
 	}
 	panic("unknown server " + kind)
 }

@@ -8,14 +8,13 @@
 // MCP servers and as a sidecar process. Three entry points:
 //
 //	go test -run '^$' -bench . -benchtime=1x ./bench/              # CI smoke, one iteration each
-//	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/  # the README table
+//	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/  # the table of the last full run
 //	MCP_SIDECAR_SEARCH_REPORT=1 go test -run TestSearchReport -v ./bench/       # tool search
 //
 // The tool search figures use the real catalogs of corpus/ (captured by
 // corpus/capture.sh) with their queries; TestSearchQuality, TestSynonymsHelp,
 // TestTokenEstimate and TestTokenWeightsFit check them in every test run.
 //
-// README.md in this directory says how the figures are made and has the
-// call-path and tool-search details; the repository's README.md has the
-// table of the last full run.
+// README.md in this directory says how the figures are made and holds them
+// all: the table of the last full run, the call path and tool search.
 package bench

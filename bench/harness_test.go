@@ -233,6 +233,13 @@ type direct struct {
 
 func startDirect(tb testing.TB, cfg *config.ServerConfig) *direct {
 	tb.Helper()
+	return startDirectAt(tb, cfg, legacyVersion)
+}
+
+// startDirectAt is startDirect asking the server for MCP version; it
+// fails unless the server agrees to it.
+func startDirectAt(tb testing.TB, cfg *config.ServerConfig, version string) *direct {
+	tb.Helper()
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range cfg.Env {
@@ -242,9 +249,13 @@ func startDirect(tb testing.TB, cfg *config.ServerConfig) *direct {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		tb.Fatalf("direct client of %s: %v", cfg.Name, err)
+	}
+	if got := session.InitializeResult().ProtocolVersion; got != version {
+		session.Close()
+		tb.Fatalf("direct client of %s: the server agreed to %s, not %s", cfg.Name, got, version)
 	}
 	tb.Cleanup(func() { session.Close() })
 	return &direct{session: session}

@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
-// The seven measurements of the README's Benchmarks table. Each has a
+// The seven measurements of bench/README.md's table of the last full run. Each has a
 // setup and a round (one repetition) used by both the benchmarks (one
 // round per b.N iteration) and TestReport (many rounds, medians).
 
@@ -39,10 +39,10 @@ type callPaths struct {
 
 func setupCallPaths(tb testing.TB, kind string) *callPaths {
 	tb.Helper()
-	cfg, args := echoServer(tb, kind)
+	cfg, args, version := echoServer(tb, kind)
 	p := &callPaths{args: args, via: map[string]contender{}}
 	for _, name := range contenderNames {
-		p.via[name] = startContender(tb, name, cfg)
+		p.via[name] = startContender(tb, name, cfg, version)
 	}
 	return p
 }
@@ -515,10 +515,11 @@ var (
 
 func setupPayload(tb testing.TB) *payloadPaths {
 	tb.Helper()
+	// The bench server has the initialize handshake only: 2025-11-25.
 	cfg := benchServerConfig("s", serverSpec{})
 	p := &payloadPaths{via: map[string]contender{}}
 	for _, name := range contenderNames {
-		p.via[name] = startContender(tb, name, cfg)
+		p.via[name] = startContender(tb, name, cfg, legacyVersion)
 	}
 	return p
 }
@@ -563,7 +564,7 @@ func payloadOp(c contender, dir string) func() error {
 func peakCopies(tb testing.TB, dir, via string) float64 {
 	tb.Helper()
 	_, _, size, _ := payloadCall(dir)
-	c := startContender(tb, via, benchServerConfig("s", serverSpec{}))
+	c := startContender(tb, via, benchServerConfig("s", serverSpec{}), legacyVersion)
 	if err := checkedCall(c, toolEcho, echoArgs)(); err != nil {
 		tb.Fatal(err)
 	}

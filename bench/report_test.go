@@ -13,7 +13,7 @@ import (
 )
 
 // reportEnv turns TestReport on; its value scales the repetitions ("1" is
-// the README's run; "0.2" a quick look).
+// bench/README.md's run; "0.2" a quick look).
 const reportEnv = "MCP_SIDECAR_BENCH_REPORT"
 
 // sectionsEnv limits TestReport to some measurements ("1,7": the call
@@ -22,9 +22,9 @@ const sectionsEnv = "MCP_SIDECAR_BENCH_SECTIONS"
 
 type printer func(format string, args ...any)
 
-// TestReport runs the seven measurements of the README's Benchmarks
+// TestReport runs the seven measurements of bench/README.md's
 // table with enough repetitions for medians and p99, and prints a
-// Markdown section for the README (also written to the file named by
+// Markdown section for bench/README.md (also written to the file named by
 // MCP_SIDECAR_BENCH_REPORT_OUT):
 //
 //	MCP_SIDECAR_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m ./bench/
@@ -77,6 +77,20 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// callLabel names a server of the call path's rows with the MCP version
+// every contender speaks to it.
+func callLabel(kind string) string {
+	_, version, _ := strings.Cut(kind, "-")
+	name, _, _ := strings.Cut(kind, "-")
+	if version == "" {
+		version = legacyVersion
+		if kind == "fixture" {
+			version = modernVersion
+		}
+	}
+	return fmt.Sprintf("%s at %s", name, version)
+}
+
 // reportCallPath is measurements 1 (a small tools/call: latency,
 // throughput) and 7 (large payloads) as one table: direct client, floor
 // relay and sidecar process side by side, the sidecar's goals as ratios to
@@ -94,7 +108,7 @@ func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads
 		p("| %d | %s | %s | %s | %s | %s | %s |\n", n, what, direct, floor, sidecar, r, goal)
 	}
 	if calls {
-		for _, kind := range []string{"fixture", "everything"} {
+		for _, kind := range callKinds {
 			if kind == "everything" {
 				if _, _, why := everythingEntry(); why != "" {
 					p("| 1 | echo on server-everything: skipped (%s) | | | | | |\n", why)
@@ -111,7 +125,7 @@ func reportCallPath(t *testing.T, p printer, reps func(int) int, calls, payloads
 				limit float64
 			}{{"median", 0.5, "<= 1.1x", 1.1}, {"p99", 0.99, "<= 1.3x", 1.3}} {
 				r := float64(q("sidecar", x.q)) / float64(q("floor", x.q))
-				row(1, fmt.Sprintf("echo tools/call on %s, latency %s (n=%d each)", kind, x.name, len(cf.latency["sidecar"])),
+				row(1, fmt.Sprintf("echo tools/call on %s, latency %s (n=%d each)", callLabel(kind), x.name, len(cf.latency["sidecar"])),
 					ms(q("direct", x.q)), ms(q("floor", x.q)), ms(q("sidecar", x.q)), r, x.goal, r <= x.limit)
 			}
 			for _, conc := range []int{1, 8, 64} {

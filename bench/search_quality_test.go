@@ -241,7 +241,7 @@ func (b *bm25) rank(query string, limit int) []string {
 }
 
 // gatedSets are the query sets on which TestSearchQuality asserts the
-// goal: test, the queries no decision was taken on (the README's figure),
+// goal: test, the queries no decision was taken on (bench/README.md's figure),
 // and all of them. dev and heldout, which the ranking was tuned on, are
 // logged only.
 var gatedSets = []string{"test", "all"}
@@ -281,7 +281,7 @@ func gateFailures(figures map[string][2]quality) []string {
 	return out
 }
 
-// TestSearchQuality checks the goal of the README's "Tool search and
+// TestSearchQuality checks the goal of bench/README.md's "Tool search and
 // deferred schemas" section on the real corpus: the index beats plain BM25
 // on recall@1 and MRR and is no worse on recall@5, on the test queries
 // (used for no decision) and on all queries. The figures of every set,

@@ -10,7 +10,7 @@ import (
 )
 
 // The measurements are only as good as the bench server: these check that
-// it serves what the README says it does.
+// it serves what bench/README.md says it does.
 
 func TestGeneratedSchemaSizes(t *testing.T) {
 	for i := range 6 {

@@ -75,6 +75,10 @@ func ScopeKey(server string, cfg *config.ServerConfig, env config.Lookup, sessio
 		w.list("args", cfg.Args)
 		w.field("cwd", cfg.Cwd)
 		w.field("url", cfg.URL)
+		if cfg.SSE {
+			// Another transport at the same URL may be another server.
+			w.field("sse")
+		}
 		w.field("protocol_version", cfg.ProtocolVersion)
 		for _, k := range sortedKeys(cfg.Env) {
 			w.field("env", k, digestOf(cfg.Env[k], true))

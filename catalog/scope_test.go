@@ -89,6 +89,7 @@ func TestScopeKeyDiffers(t *testing.T) {
 		{"env http header var", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.EnvHTTPHeaders["X-Org"] = "PASS_ME" })},
 		{"header helper", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" })},
 		{"header helper command", http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account a" }), http(func(in *scopeInput) { in.cfg.HTTPHeadersHelper = "print-token --account b" })},
+		{"streamable http vs sse", http(func(*scopeInput) {}), http(func(in *scopeInput) { in.cfg.SSE = true })},
 		{"stdio vs http", stdio(func(*scopeInput) {}), http(func(in *scopeInput) { in.server = "fs" })},
 	}
 	for _, tt := range tests {

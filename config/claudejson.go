@@ -1,10 +1,11 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // Claude Code keeps its MCP servers in ~/.claude.json next to its own
@@ -66,77 +67,30 @@ func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 // key of data[from:to], valid JSON; found is false when there is none, or
 // when data[from:to] is not an object.
 func lastJSONMember(data []byte, from, to int, key string) (start, end int, found bool) {
-	eachJSONMember(data, from, to, func(k string, s, t int) {
-		if k == key {
-			start, end, found = s, t, true
+	m, _ := jsonscan.Object(data[from:to])
+	for {
+		k, v, ok := m.Next()
+		if !ok {
+			return start, end, found
 		}
-	})
-	return start, end, found
+		if jsonscan.NameIs(k, key) {
+			start = from + m.ValueOffset()
+			end, found = start+len(v), true
+		}
+	}
 }
 
-// eachJSONMember calls f with each member's key and the extent of its
-// value, in order, when data[from:to], valid JSON, is an object; it does
-// nothing for another value.
+// eachJSONMember calls f with each member's key (unescaped) and the
+// extent of its value, in order, when data[from:to], valid JSON, is an
+// object; it does nothing for another value.
 func eachJSONMember(data []byte, from, to int, f func(key string, start, end int)) {
-	i := skipJSONBlanks(data[:to], from)
-	if i >= to || data[i] != '{' {
-		return
-	}
-	for i++; ; i++ {
-		i = skipJSONBlanks(data[:to], i)
-		if i >= to || data[i] != '"' {
-			return // "}": the end of the object
-		}
-		keyEnd := skipJSONString(data[:to], i) + 1
-		key := string(data[i+1 : keyEnd-1])
-		if bytes.IndexByte(data[i:keyEnd], '\\') >= 0 {
-			_ = json.Unmarshal(data[i:keyEnd], &key) // valid: checked
-		}
-		i = skipJSONBlanks(data[:to], keyEnd) + 1 // past the colon
-		start := skipJSONBlanks(data[:to], i)
-		end := skipJSONValue(data[:to], start)
-		f(key, start, end)
-		i = skipJSONBlanks(data[:to], end)
-		if i >= to || data[i] != ',' {
+	m, _ := jsonscan.Object(data[from:to])
+	for {
+		k, v, ok := m.Next()
+		if !ok {
 			return
 		}
+		start := from + m.ValueOffset()
+		f(string(jsonscan.AppendName(nil, k)), start, start+len(v))
 	}
-}
-
-func skipJSONBlanks(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipJSONValue returns the index just past the valid JSON value starting
-// at data[i].
-func skipJSONValue(data []byte, i int) int {
-	if i >= len(data) {
-		return i
-	}
-	switch data[i] {
-	case '"':
-		return skipJSONString(data, i) + 1
-	case '[', '{':
-		depth := 0
-		for ; i < len(data); i++ {
-			switch data[i] {
-			case '"':
-				i = skipJSONString(data, i)
-			case '[', '{':
-				depth++
-			case ']', '}':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(data) && strings.IndexByte(",]} \t\r\n", data[i]) < 0 {
-		i++
-	}
-	return i
 }

@@ -49,6 +49,11 @@ type ServerConfig struct {
 	BearerTokenEnvVar string            `json:"bearer_token_env_var,omitempty" toml:"bearer_token_env_var"`
 	HTTPHeaders       map[string]string `json:"http_headers,omitempty" toml:"http_headers"`
 	EnvHTTPHeaders    map[string]string `json:"env_http_headers,omitempty" toml:"env_http_headers"`
+	// SSE says that the server at URL speaks the legacy HTTP+SSE transport
+	// (MCP 2024-11-05; "type": "sse" in Claude Code, Cursor and VS Code
+	// files) rather than Streamable HTTP. It is a remote server all the
+	// same: Transport is "http", and every key of one applies.
+	SSE bool `json:"-" toml:"-"`
 
 	// shared
 	Enabled           *bool    `json:"enabled,omitempty" toml:"enabled"`

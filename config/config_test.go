@@ -134,6 +134,7 @@ cwd = "/abs/dir"
       "timeout": 3000
     },
     "stream": {"type": "streamable-http", "url": "http://localhost:8080/mcp"},
+    "legacy": {"type": "sse", "url": "https://${API_HOST}/sse", "headers": {"X-Key": "${TOKEN}"}, "protocol_version": "2024-11-05"},
     "script": {"type": "stdio", "command": "./server.sh", "cwd": "sub"}
   },
   "otherClientSetting": true
@@ -151,6 +152,8 @@ cwd = "/abs/dir"
 					StartupTimeoutSec: ptr(5.0), EnabledTools: []string{"a"},
 				},
 				"stream": {Name: "stream", Source: "DIR/proj/.mcp.json", URL: "http://localhost:8080/mcp"},
+				"legacy": {Name: "legacy", Source: "DIR/proj/.mcp.json", URL: "https://api.example.com/sse", SSE: true,
+					HTTPHeaders: map[string]string{"X-Key": secret}, ProtocolVersion: "2024-11-05"},
 				"script": {Name: "script", Source: "DIR/proj/.mcp.json", Command: "DIR/proj/server.sh", Cwd: "DIR/proj/sub"},
 			},
 			notes: []string{
@@ -161,10 +164,12 @@ cwd = "/abs/dir"
 		{
 			name: "cursor mcp.json with cursor variables",
 			file: "proj/.cursor/mcp.json",
-			body: `{"mcpServers": {"c": {"command": "node", "args": ["${workspaceFolder}/s.js", "${userHome}", "${env:API_HOST}", "${workspaceFolderBasename}"]}}}`,
+			body: `{"mcpServers": {"c": {"command": "node", "args": ["${workspaceFolder}/s.js", "${userHome}", "${env:API_HOST}", "${workspaceFolderBasename}"]},
+  "old": {"type": "sse", "url": "http://localhost:8000/sse"}}}`,
 			want: map[string]*ServerConfig{
 				"c": {Name: "c", Source: "DIR/proj/.cursor/mcp.json", Command: "node",
 					Args: []string{"DIR/proj/s.js", "/home/u", "api.example.com", "proj"}},
+				"old": {Name: "old", Source: "DIR/proj/.cursor/mcp.json", URL: "http://localhost:8000/sse", SSE: true},
 			},
 		},
 		{
@@ -184,6 +189,7 @@ cwd = "/abs/dir"
       "dev": {"watch": "src/**"},
     },
     "api": {"type": "http", "url": "https://example.com/mcp", "headers": {"X-Key": "${env:SECRET_TOKEN}"}},
+    "old": {"type": "sse", "url": "https://example.com/sse"},
   },
 }`,
 			extra: map[string]string{
@@ -199,6 +205,7 @@ cwd = "/abs/dir"
 				},
 				"api": {Name: "api", Source: "DIR/ws/.vscode/mcp.json", URL: "https://example.com/mcp",
 					HTTPHeaders: map[string]string{"X-Key": secret}},
+				"old": {Name: "old", Source: "DIR/ws/.vscode/mcp.json", URL: "https://example.com/sse", SSE: true},
 			},
 			notes: []string{`DIR/ws/.vscode/mcp.json: server "fs": key "dev": ignored: unknown key`},
 		},
@@ -388,8 +395,9 @@ F: server "a": key "http_headers.X-Ok": value contains a line break or NUL byte
 F: server "a": key "env_http_headers.X-E": value must be the name of an environment variable`},
 
 		// Claude Code / Cursor.
-		{"sse refused", ".mcp.json", `{"mcpServers": {"s": {"type": "sse", "url": "https://h/sse"}}}`, nil,
-			`F: server "s": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
+		{"sse with a command or a modern version", ".mcp.json", `{"mcpServers": {"a": {"type": "sse", "command": "x"}, "b": {"type": "sse", "url": "https://h/sse", "protocol_version": "2026-07-28"}}}`, nil,
+			`F: server "a": key "type": is "sse" but the server has a command and no url
+F: server "b": key "protocol_version": 2026-07-28 has no HTTP+SSE transport (type "sse" speaks 2025-11-25 and earlier): use type "http" with the server's Streamable HTTP endpoint for 2026-07-28`},
 		{"unset variable", ".mcp.json", `{"mcpServers": {"s": {"command": "x", "args": ["${NOPE}"], "env": {"K": "${ALSO_NOPE}"}}}}`, nil,
 			`F: server "s": key "args[0]": environment variable "NOPE" is not set (write ${NOPE:-default} to give a default)
 F: server "s": key "env.K": environment variable "ALSO_NOPE" is not set (write ${ALSO_NOPE:-default} to give a default)`},
@@ -402,7 +410,7 @@ F: server "s": key "command": neither command nor url is set; a stdio server nee
 		{"type contradicts", ".mcp.json", `{"mcpServers": {"a": {"type": "stdio", "url": "https://h/mcp"}, "b": {"type": "http", "command": "x"}, "c": {"type": "websocket", "command": "x"}}}`, nil,
 			`F: server "a": key "type": is "stdio" but the server has a url and no command
 F: server "b": key "type": is "http" but the server has a command and no url
-F: server "c": key "type": must be "stdio", "http" or "streamable-http"`},
+F: server "c": key "type": must be "stdio", "http", "streamable-http" or "sse"`},
 		{"claude inline bearer and wrong types", ".mcp.json", `{"mcpServers": {"s": {"url": "https://h/mcp", "bearer_token": "` + secret + `", "headers": ["x"], "disabled": "no"}}}`, nil,
 			`F: server "s": key "bearer_token": inline bearer tokens are refused; use bearer_token_env_var
 F: server "s": key "disabled": expected a boolean, got a string
@@ -434,9 +442,9 @@ F: server "s": key "headers": expected an object of strings, got an array`},
 		{"unsupported variable", ".vscode/mcp.json", `{"servers": {"s": {"command": "${config:python.path}"}}}`, nil,
 			`F: server "s": key "command": unsupported variable ${config:python.path}; mcp-sidecar resolves ${env:VAR}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename} and ${pathSeparator}
 F: server "s": key "command": neither command nor url is set; a stdio server needs command, a streamable HTTP server needs url`},
-		{"vscode type", ".vscode/mcp.json", `{"servers": {"a": {"type": "streamable-http", "url": "https://h/mcp"}, "b": {"type": "sse", "url": "https://h/sse"}}}`, nil,
-			`F: server "a": key "type": must be "stdio" or "http"
-F: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`},
+		{"vscode type", ".vscode/mcp.json", `{"servers": {"a": {"type": "streamable-http", "url": "https://h/mcp"}, "b": {"type": "ws", "url": "https://h/ws"}}}`, nil,
+			`F: server "a": key "type": must be "stdio", "http" or "sse"
+F: server "b": key "type": must be "stdio", "http" or "sse"`},
 		{"envFile missing", ".vscode/mcp.json", `{"servers": {"s": {"command": "x", "envFile": "${env:SECRET_TOKEN}.env"}}}`, nil,
 			`F: server "s": key "envFile": ${env:SECRET_TOKEN}.env: cannot be read: no such file or directory`},
 		// The path meant is shown: the path variables resolved, the
@@ -576,13 +584,13 @@ command = "from-user"
 `)
 	project := writeFile(t, dir, "proj/.mcp.json", `{"mcpServers": {
 	  "a": {"command": "from-project"},
-	  "b": {"type": "sse", "url": "https://h/sse"}
+	  "b": {"type": "ws", "url": "https://h/ws"}
 	}}`)
 	broken := writeFile(t, dir, "proj/.cursor/mcp.json", "{\n  \"mcpServers\": {,\n}")
 	inline := json.RawMessage(`{"a": {"command": "from-inline"}, "d": {"command": "only-inline"}}`)
 
 	l := Load(FileSources([]string{user, project, broken}), inline, MapLookup(nil))
-	wantErrs := project + `: server "b": key "type": "sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)` + "\n" +
+	wantErrs := project + `: server "b": key "type": must be "stdio", "http", "streamable-http" or "sse"` + "\n" +
 		broken + `: invalid JSON at line 2, column 18: invalid character ',' at start of value`
 	if got := l.Errors.Error(); got != wantErrs {
 		t.Errorf("errors:\n%s\nwant\n%s", got, wantErrs)

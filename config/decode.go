@@ -474,22 +474,36 @@ func (sd *serverDecoder) checkType() {
 		}
 	case "http", "streamable-http":
 		if sd.typ == "streamable-http" && sd.dialect == dialectVSCode {
-			sd.errorf("type", `must be "stdio" or "http"`)
+			sd.errorf("type", `must be "stdio", "http" or "sse"`)
 			return
 		}
 		if c.URL == "" && c.Command != "" {
 			sd.errorf("type", "is %q but the server has a command and no url", sd.typ)
 		}
 	case "sse":
-		sd.errorf("type", `"sse" (the legacy HTTP+SSE transport) is not supported; mcp-sidecar speaks Streamable HTTP: use type "http" with the server's Streamable HTTP endpoint (often the same URL with /mcp in place of /sse)`)
+		// The legacy HTTP+SSE transport, which the three clients still
+		// connect to. It ends with 2025-11-25: 2026-07-28 has no such
+		// transport, so a server of it is never asked for that version.
+		if c.URL == "" && c.Command != "" {
+			sd.errorf("type", `is "sse" but the server has a command and no url`)
+		}
+		if v := c.ProtocolVersion; v > lastSSEVersion {
+			sd.errorf("protocol_version", "%s has no HTTP+SSE transport (type \"sse\" speaks %s and earlier): use type \"http\" with the server's Streamable HTTP endpoint for %s", v, lastSSEVersion, v)
+		}
+		c.SSE = true
 	default:
 		if sd.dialect == dialectVSCode {
-			sd.errorf("type", `must be "stdio" or "http"`)
+			sd.errorf("type", `must be "stdio", "http" or "sse"`)
 		} else {
-			sd.errorf("type", `must be "stdio", "http" or "streamable-http"`)
+			sd.errorf("type", `must be "stdio", "http", "streamable-http" or "sse"`)
 		}
 	}
 }
+
+// lastSSEVersion is the last MCP version with the HTTP+SSE transport (kept
+// for backwards compatibility since 2025-03-26; 2026-07-28 has only
+// Streamable HTTP and stdio).
+const lastSSEVersion = "2025-11-25"
 
 // closest suggests a known key for a typo.
 func closest(key string, known []string) string { return suggest.Closest(key, known) }

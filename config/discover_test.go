@@ -148,12 +148,11 @@ func TestDiscoverFindsEveryTool(t *testing.T) {
 	if diff := cmp.Diff(wantReplaced, replaced); diff != "" {
 		t.Errorf("replaced (-want +got):\n%s", diff)
 	}
-	// Claude Code's SSE server is invalid with a structured error; the
-	// rest are valid.
-	if s := l.Servers["sentry"]; s.Valid() || s.Problems[0].Key != "type" || s.Problems[0].File != filepath.Join(root, ".mcp.json") {
+	// Claude Code's legacy SSE server is valid, a remote server over SSE.
+	if s := l.Servers["sentry"]; !s.Valid() || !s.SSE || s.Transport() != TransportHTTP {
 		t.Errorf("sentry: %+v", s)
 	}
-	if len(l.Errors) != 1 || len(l.Valid()) != 5 {
+	if len(l.Errors) != 0 || len(l.Valid()) != 6 {
 		t.Errorf("errors %v; valid %d", l.Errors, len(l.Valid()))
 	}
 }

@@ -86,8 +86,9 @@ func parseInline(data json.RawMessage, name string) parsed {
 //     as in Claude Code, as do Cursor's ${env:VAR}, ${userHome} and
 //     ${workspaceFolder} (in command, args, env, url and headers as
 //     Claude Code documents, and also in cwd and envFile; an unset
-//     variable without a default is an error); "type": "sse" is refused;
-//     "headers" is http_headers; "disabled": true is "enabled": false.
+//     variable without a default is an error); "type": "sse" is a legacy
+//     HTTP+SSE server (ServerConfig.SSE); "headers" is http_headers;
+//     "disabled": true is "enabled": false.
 //   - JSON with a top-level "servers" object: VS Code (.vscode/mcp.json).
 //     ${env:VAR}, ${workspaceFolder}, ${userHome} expand; ${input:...} is
 //     refused since the sidecar cannot prompt; envFile is read.

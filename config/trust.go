@@ -23,7 +23,7 @@ import (
 // only once the user approved it (enabledMcpjsonServers,
 // enableAllProjectMcpServers; disabledMcpjsonServers declines one).
 // Discover reads those records from the tools' files, and Load starts
-// only what they approve (README, "Configuration").
+// only what they approve (docs/configuration.md).
 
 // Trust is what the tool owning a project file recorded about running its
 // servers. A Source without one (nil) is the user's own: the user and

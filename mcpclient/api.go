@@ -59,6 +59,12 @@ type ToolCall struct {
 	// and legacy servers ignore them. mcpclient never looks tools up
 	// itself: the caller, who bound the call to a tool, hands them down.
 	Headers mcpheader.Bindings
+	// Checked says that Arguments and Task are valid JSON already: slices
+	// of a message that was checked whole, as the sidecar's host frames
+	// are (protocol checks each). They are not checked again, so that a
+	// large argument is read once on its way through. Whether Task is an
+	// object is checked still.
+	Checked bool
 }
 
 // CallToolWith sends tools/call as CallTool and CallToolTask do, with the

@@ -153,7 +153,7 @@ func TestInputRequestsBadInput(t *testing.T) {
 			// loop (its rounds on a goroutine of the connection).
 			_, err := c.CallTool(testCtx(t), "echo", nil, nil)
 			ch := make(answerChan, 1)
-			if _, serr := c.StartToolCall("echo", nil, nil, nil, ch); serr != nil {
+			if _, serr := c.StartToolCall(ToolCall{Name: "echo"}, ch); serr != nil {
 				t.Fatal(serr)
 			}
 			started := <-ch
@@ -197,7 +197,7 @@ func TestUnknownResultType(t *testing.T) {
 			ctx := testCtx(t)
 			_, callErr := c.CallTool(ctx, "echo", nil, nil)
 			ch := make(answerChan, 1)
-			if _, err := c.StartToolCall("echo", nil, nil, nil, ch); err != nil {
+			if _, err := c.StartToolCall(ToolCall{Name: "echo"}, ch); err != nil {
 				t.Fatal(err)
 			}
 			started := <-ch

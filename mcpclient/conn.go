@@ -311,9 +311,12 @@ func Connect(ctx context.Context, opts Options) (*Conn, error) {
 	}
 	c := newConn(opts)
 	var err error
-	if c.transport == config.TransportHTTP {
+	switch {
+	case c.transport == config.TransportHTTP && opts.Config.SSE:
+		err = c.connectSSE(ctx)
+	case c.transport == config.TransportHTTP:
 		err = c.connectHTTP(ctx)
-	} else {
+	default:
 		err = c.connectStdio(ctx)
 	}
 	if err != nil {

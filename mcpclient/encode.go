@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // The requests of a connection are encoded here from the caller's bytes:
@@ -86,7 +87,7 @@ func (c *Conn) appendToolCallHead(dst []byte, call ToolCall) (head, args []byte,
 	head = appendJSONString(head, call.Name)
 	head = append(head, `,"arguments":`...)
 	args = call.Arguments
-	if hasLayout(args) {
+	if jsonscan.HasLayout(args) {
 		// Whitespace between tokens (a newline would end the line):
 		// compacted, as go-sdk's encoder does.
 		if args, err = appendCompact(nil, args); err != nil {
@@ -238,7 +239,7 @@ func jsonString(s string) []byte { return appendJSONString(nil, s) }
 // appendCompact appends the valid JSON text v without whitespace between
 // its tokens (as it is when it has none).
 func appendCompact(dst, v []byte) ([]byte, error) {
-	if !hasLayout(v) {
+	if !jsonscan.HasLayout(v) {
 		return append(dst, v...), nil
 	}
 	b := bytes.NewBuffer(dst)
@@ -270,268 +271,33 @@ func plainString(s string) bool {
 	return true
 }
 
-// hasLayout reports whether the valid JSON text b has whitespace between
-// its tokens (whitespace inside strings does not count).
-func hasLayout(b []byte) bool {
-	inString := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return true
-		}
-	}
-	return false
-}
-
 // responseMembers reads the top-level members of a response line: its id,
 // and its result or error, as slices of line. ok is false for anything
 // that is not a response (a request or notification has a method).
 func responseMembers(line []byte) (id, result, errv []byte, ok bool) {
-	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '{' {
+	m, ok := jsonscan.Object(line)
+	if !ok {
 		return nil, nil, nil, false
 	}
-	i++
+	var buf [16]byte // the names that matter fit: no allocation
 	for {
-		i = skipSpace(line, i)
-		if i >= len(line) || line[i] != '"' {
-			return nil, nil, nil, false
-		}
-		kEnd := stringEnd(line, i)
-		key := line[i:kEnd]
-		i = skipSpace(line, kEnd)
-		if i >= len(line) || line[i] != ':' {
-			return nil, nil, nil, false
-		}
-		i = skipSpace(line, i+1)
-		vEnd := valueEnd(line, i)
-		value := bytes.TrimRight(line[i:vEnd], " \t\r\n")
-		switch string(key) {
-		case `"id"`:
-			id = value
-		case `"result"`:
-			result = value
-		case `"error"`:
-			errv = value
-		case `"method"`:
-			return nil, nil, nil, false
-		}
-		i = skipSpace(line, vEnd)
-		if i >= len(line) {
-			return nil, nil, nil, false
-		}
-		if line[i] == '}' {
+		name, value, more := m.Next()
+		if !more {
 			break
 		}
-		if line[i] != ',' {
+		switch string(jsonscan.AppendName(buf[:0], name)) {
+		case "id":
+			id = value
+		case "result":
+			result = value
+		case "error":
+			errv = value
+		case "method":
 			return nil, nil, nil, false
 		}
-		i++
 	}
 	if string(errv) == "null" {
 		errv = nil
 	}
 	return id, result, errv, id != nil && (result != nil || errv != nil)
-}
-
-// topMember returns the value of the top-level member name of the JSON
-// object obj (valid JSON), a slice of obj, or nil.
-func topMember(obj []byte, name string) []byte {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return nil
-		}
-		kEnd := stringEnd(obj, i)
-		key := obj[i+1 : kEnd-1]
-		i = skipSpace(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil
-		}
-		i = skipSpace(obj, i+1)
-		vEnd := valueEnd(obj, i)
-		if string(key) == name {
-			return bytes.TrimRight(obj[i:vEnd], " \t\r\n")
-		}
-		i = skipSpace(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil
-		}
-		i++
-	}
-}
-
-// outerMember is topMember reading the object's members from both ends in
-// turn, from the back first when backFirst is set, so that a member near
-// either end is found without a pass over the others (obj is valid JSON).
-func outerMember(obj []byte, name string, backFirst bool) []byte {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	end := len(obj) - 1
-	for end > i && isSpace(obj[end]) {
-		end--
-	}
-	// front: where the next member from the front starts; back: the ','
-	// or '}' after the next member from the back. The two meet when every
-	// member was read.
-	front, back := skipSpace(obj, i+1), end
-	if front >= back || obj[front] != '"' {
-		return nil // {} or not an object
-	}
-	fromFront := !backFirst
-	for {
-		var v []byte
-		var more bool
-		if fromFront {
-			v, more = frontMember(obj, name, &front, back)
-		} else {
-			v, more = backMember(obj, name, front, &back)
-		}
-		if v != nil || !more {
-			return v
-		}
-		fromFront = !fromFront
-	}
-}
-
-// frontMember reads the member at *front (before back): its value if its
-// name is name, else whether a member is left between the two, with
-// *front at it.
-func frontMember(obj []byte, name string, front *int, back int) (value []byte, more bool) {
-	f := *front
-	if f >= back || obj[f] != '"' {
-		return nil, false
-	}
-	kEnd := stringEnd(obj, f)
-	key := obj[f+1 : kEnd-1]
-	v := skipSpace(obj, kEnd)
-	if v >= len(obj) || obj[v] != ':' {
-		return nil, false
-	}
-	v = skipSpace(obj, v+1)
-	vEnd := valueEnd(obj, v)
-	if string(key) == name {
-		return bytes.TrimRight(obj[v:vEnd], " \t\r\n"), false
-	}
-	next := skipSpace(obj, vEnd)
-	if next >= back || obj[next] != ',' {
-		return nil, false // it was the last member left
-	}
-	*front = skipSpace(obj, next+1)
-	return nil, true
-}
-
-// backMember reads the member that ends before *back (the ',' or '}'
-// after it), not before front: its value if its name is name, else
-// whether a member is left between the two, with *back at the ',' before
-// it.
-func backMember(obj []byte, name string, front int, back *int) (value []byte, more bool) {
-	ve := *back - 1
-	for ve > front && isSpace(obj[ve]) {
-		ve--
-	}
-	vs := valueStart(obj, front, ve+1)
-	k := vs - 1
-	for k > front && isSpace(obj[k]) {
-		k--
-	}
-	if k <= front || obj[k] != ':' {
-		return nil, false
-	}
-	for k--; k > front && isSpace(obj[k]); k-- {
-	}
-	if k <= front || obj[k] != '"' {
-		return nil, false
-	}
-	ks := stringStart(obj, front, k)
-	if ks < front {
-		return nil, false
-	}
-	if string(obj[ks+1:k]) == name {
-		return obj[vs : ve+1], false
-	}
-	if ks == front {
-		return nil, false // it was the last member left
-	}
-	b := ks - 1
-	for b > front && isSpace(obj[b]) {
-		b--
-	}
-	if obj[b] != ',' {
-		return nil, false
-	}
-	*back = b
-	return nil, true
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// stringStart returns the index of the opening quote of the string whose
-// closing quote is b[q], looking no further back than from (-1 if it is
-// not there).
-func stringStart(b []byte, from, q int) int {
-	for k := q; ; {
-		k = bytes.LastIndexByte(b[from:k], '"')
-		if k < 0 {
-			return -1
-		}
-		k += from
-		// b[k] opens the string unless it is escaped: an odd run of
-		// backslashes before it. (An opening quote follows a structural
-		// character, never a backslash.)
-		if !escapedQuote(b, from-1, k) {
-			return k
-		}
-	}
-}
-
-// valueStart returns where the JSON value that ends just before b[end]
-// starts, looking no further back than from.
-func valueStart(b []byte, from, end int) int {
-	if end <= from {
-		return from
-	}
-	switch b[end-1] {
-	case '"':
-		if s := stringStart(b, from, end-1); s >= from {
-			return s
-		}
-		return from
-	case '}', ']':
-		depth := 0
-		for k := end - 1; k >= from; k-- {
-			switch b[k] {
-			case '"':
-				s := stringStart(b, from, k)
-				if s < from {
-					return from
-				}
-				k = s
-			case '}', ']':
-				depth++
-			case '{', '[':
-				depth--
-				if depth == 0 {
-					return k
-				}
-			}
-		}
-		return from
-	}
-	k := end - 1
-	for k > from && !strings.ContainsRune(",:[{ \t\r\n", rune(b[k-1])) {
-		k--
-	}
-	return k
 }

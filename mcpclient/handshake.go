@@ -134,7 +134,9 @@ func (c *Conn) initialize(ctx context.Context, version string) error {
 	if err := c.w.notify(ctx, "notifications/initialized", json.RawMessage(`{}`)); err != nil {
 		return err
 	}
-	if c.http != nil {
+	if c.http != nil && c.http.transport != nil {
+		// A Streamable HTTP session (not SSE, whose one stream is open):
+		// renewed with these params, and its standalone GET stream.
 		c.http.initParams = params
 		c.startGetStream()
 	}

@@ -387,10 +387,10 @@ func (t *headerTransport) noteStatus(req *http.Request, resp *http.Response) {
 	case http.StatusNotFound:
 		what = fmt.Sprintf("%s answered 404 Not Found: there is no MCP endpoint at this URL", t.url)
 		if path := strings.TrimSuffix(t.real.Path, "/"); strings.HasSuffix(path, "/sse") {
-			// A legacy HTTP+SSE URL: as the config error for type "sse" says.
+			// A legacy HTTP+SSE URL configured as Streamable HTTP.
 			u := *t.real
 			u.Path = strings.TrimSuffix(path, "/sse") + "/mcp"
-			what += fmt.Sprintf("; a server that had an SSE endpoint usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try %s)", redact.URL(u.String()))
+			what += fmt.Sprintf("; a server that had an SSE endpoint usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try %s), or give this URL type \"sse\" (the legacy HTTP+SSE transport)", redact.URL(u.String()))
 		} else if !strings.HasSuffix(path, "/mcp") {
 			u := *t.real
 			u.Path = path + "/mcp"

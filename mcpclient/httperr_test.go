@@ -97,8 +97,8 @@ func TestHTTPFailuresInPlainWords(t *testing.T) {
 		{name: "refused", want: []string{"nothing is listening at http://REDACTED@127.0.0.1:", "/mcp?api_key=REDACTED&team=REDACTED (connection refused)"}},
 		{name: "404", code: 404, path: "/api", want: []string{"answered 404 Not Found: there is no MCP endpoint at this URL", "servers usually serve it at /mcp (try http://REDACTED@127.0.0.1:", "/api/mcp?api_key=REDACTED&team=REDACTED)"}},
 		{name: "404 at /mcp", code: 404, path: "/mcp", want: []string{"answered 404 Not Found", "check the URL in the server's documentation"}},
-		// As the config error for "type": "sse" says: /mcp in place of /sse.
-		{name: "404 at /sse", code: 404, path: "/v1/sse", want: []string{"answered 404 Not Found", "usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try http://REDACTED@127.0.0.1:", "/v1/mcp?api_key=REDACTED&team=REDACTED)"}},
+		// An SSE URL given as Streamable HTTP: /mcp in place of /sse, or type "sse".
+		{name: "404 at /sse", code: 404, path: "/v1/sse", want: []string{"answered 404 Not Found", "usually serves Streamable HTTP at the same URL with /mcp in place of /sse (try http://REDACTED@127.0.0.1:", `/v1/mcp?api_key=REDACTED&team=REDACTED), or give this URL type "sse"`}},
 		{name: "401", code: 401, path: "/mcp", want: []string{"answered 401 Unauthorized: the server needs authorization; give it with bearer_token_env_var", "env_http_headers or http_headers"}},
 		{name: "403 with a token", code: 403, path: "/mcp", headers: map[string]string{"Authorization": "Bearer x"}, want: []string{"answered 403 Forbidden: the server refused the authorization sent"}},
 		{name: "tls untrusted", code: 200, tls: true, path: "/mcp", want: []string{"signed by an authority this machine does not trust"}},

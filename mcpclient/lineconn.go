@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/outbox"
 )
 
@@ -102,119 +103,28 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 // valid JSON (lineReader checked it), so finding each value's extent is
 // enough; nothing is copied.
 func splitResult(line []byte) (result, id []byte, ok bool) {
-	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '{' {
+	m, ok := jsonscan.Object(line)
+	if !ok {
 		return nil, nil, false
 	}
-	i++
 	version := false
 	for {
-		i = skipSpace(line, i)
-		if i >= len(line) || line[i] != '"' {
-			return nil, nil, false
+		name, value, more := m.Next()
+		if !more {
+			break
 		}
-		kEnd := stringEnd(line, i)
-		key := line[i:kEnd]
-		i = skipSpace(line, kEnd)
-		if i >= len(line) || line[i] != ':' {
-			return nil, nil, false
-		}
-		i = skipSpace(line, i+1)
-		vEnd := valueEnd(line, i)
-		value := bytes.TrimRight(line[i:vEnd], " \t\r\n")
-		switch string(key) {
-		case `"result"`:
+		switch {
+		case jsonscan.NameIs(name, "result"):
 			result = value
-		case `"id"`:
+		case jsonscan.NameIs(name, "id"):
 			id = value
-		case `"jsonrpc"`:
+		case jsonscan.NameIs(name, "jsonrpc"):
 			version = string(value) == `"2.0"`
 		default: // method, error, or anything else: not the fast case
 			return nil, nil, false
 		}
-		i = skipSpace(line, vEnd)
-		if i >= len(line) {
-			return nil, nil, false
-		}
-		if line[i] == '}' {
-			break
-		}
-		if line[i] != ',' {
-			return nil, nil, false
-		}
-		i++
 	}
 	return result, id, version && result != nil && id != nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string starting at b[i] ('"').
-// It jumps from quote to quote (bytes.IndexByte), as a result's strings
-// (a file, an image in base64) are most of its bytes: a quote is the
-// string's end unless an odd run of backslashes comes before it.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			break
-		}
-		q := j + k
-		if escapedQuote(b, i, q) {
-			j = q + 1
-			continue
-		}
-		return q + 1
-	}
-	return len(b)
-}
-
-// escapedQuote reports whether the quote b[q] of the string that starts
-// at b[open] is escaped: an odd run of backslashes before it (in a JSON
-// string a backslash starts an escape, and only the escape of a backslash
-// has a backslash second).
-func escapedQuote(b []byte, open, q int) bool {
-	n := 0
-	for p := q - 1; p > open && b[p] == '\\'; p-- {
-		n++
-	}
-	return n%2 == 1
-}
-
-// valueEnd returns the index just past the JSON value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			i = stringEnd(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
 }
 
 // Write writes a message, after the messages sent before it, and waits

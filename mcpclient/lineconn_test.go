@@ -27,6 +27,7 @@ func TestDecodeLine(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`, false, "", false},
 		{`{"jsonrpc":"2.0","id":4,"result":{},"_meta":{}}`, false, "{}", false},
 		{`{"jsonrpc":"1.0","id":4,"result":{}}`, false, "", true},
+		{`{"jsonrpc":"2.0","\u0069d":5,"r\u0065sult":{"a":1}}`, true, `{"a":1}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // Multi round-trip requests (MCP 2026-07-28, SEP-2322;
@@ -47,17 +49,19 @@ var ErrTooManyRounds = errors.New("too many rounds of input requests")
 // resultType is the top-level resultType of a result ("" when it has
 // none, which means complete), or the member's JSON text when it is not
 // one of the values this client knows. The cheap test first: most results
-// do not name it at all. Then the members are read from both ends in
-// turn, from the end nearer to where the name first appears: go-sdk
-// writes resultType first in most results and last (or next to last) in a
-// CallToolResult, whose content before it may be large.
+// do not name it at all, neither as it is nor with an escape (which a
+// \u one would be: the name has no character with a shorter escape).
+// Then the members are read from both ends in turn, from the end nearer
+// to where the name first appears: go-sdk writes resultType first in most
+// results and last (or next to last) in a CallToolResult, whose content
+// before it may be large.
 func resultType(result []byte) string {
 	at := bytes.Index(result, []byte(`"resultType"`))
-	if at < 0 {
+	if at < 0 && bytes.Index(result, []byte(`\u`)) < 0 {
 		return ""
 	}
 	// Where its name first appears says from which end to read.
-	v := outerMember(result, "resultType", at > len(result)/2)
+	v := jsonscan.OuterMember(result, "resultType", at > len(result)/2)
 	switch string(v) { // no allocation: compared, not converted
 	case "":
 		return ""

@@ -94,23 +94,6 @@ func TestRawCallErrors(t *testing.T) {
 	}
 }
 
-func TestHasLayout(t *testing.T) {
-	for in, want := range map[string]bool{
-		`{"a":1}`:            false,
-		`{"a b":"c d\n"}`:    false, // escapes and spaces in strings are content
-		`{"a":"\"", "b":1}`:  true,
-		"{\"a\":\n1}":        true,
-		`[1,2]`:              false,
-		` 1`:                 true,
-		`"x\\"`:              false,
-		"{\"s\":\"\\\\\"\t}": true,
-	} {
-		if got := hasLayout([]byte(in)); got != want {
-			t.Errorf("hasLayout(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestResponseMembers(t *testing.T) {
 	tests := []struct {
 		line             string
@@ -124,6 +107,11 @@ func TestResponseMembers(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":"r4","error":null}`, "", "", "", false},
 		{`[{"jsonrpc":"2.0","id":"r5","result":1}]`, "", "", "", false},
+		// Names are compared unescaped, and the last of a name counts,
+		// as encoding/json (and go-sdk's decoder) has them.
+		{`{"jsonrpc":"2.0","\u0069d":8,"result":{}}`, `8`, `{}`, "", true},
+		{`{"jsonrpc":"2.0","id":9,"result":1,"\u0072esult":2}`, `9`, `2`, "", true},
+		{`{"jsonrpc":"2.0","id":10,"m\u0065thod":"x"}`, "", "", "", false},
 	}
 	for _, tt := range tests {
 		id, result, errv, ok := responseMembers([]byte(tt.line))
@@ -196,7 +184,7 @@ func TestStartToolCall(t *testing.T) {
 	a := newAnswers()
 	start := func(name, tool, args string, meta map[string]any) PendingCall {
 		t.Helper()
-		p, err := c.StartToolCall(tool, json.RawMessage(args), meta, nil, a.done(name))
+		p, err := c.StartToolCall(ToolCall{Name: tool, Arguments: json.RawMessage(args), Meta: meta}, a.done(name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -241,7 +229,7 @@ func TestStartToolCall(t *testing.T) {
 			t.Errorf("call ended with %v, want the connection's loss with its stderr", err)
 		}
 	}
-	if _, err := c.StartToolCall("echo", nil, nil, nil, a.done("after")); !errors.Is(err, ErrConnectionLost) {
+	if _, err := c.StartToolCall(ToolCall{Name: "echo"}, a.done("after")); !errors.Is(err, ErrConnectionLost) {
 		t.Errorf("start after the end: %v, want the connection's error", err)
 	}
 	c.Close() // every goroutine of the connection has ended
@@ -366,5 +354,33 @@ func TestServerRequestsAnsweredWithoutWaiting(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"method \"no/such\" not found"}}` + "\n"
 	if diff := cmp.Diff(want, w.buf.String()); diff != "" {
 		t.Errorf("what the server read (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckCallParams: a tools/call's arguments and task are checked
+// unless the caller checked them (ToolCall.Checked: the sidecar's come
+// from a host frame protocol checked whole), and then only the task's
+// kind is: the arguments are not read a second time.
+func TestCheckCallParams(t *testing.T) {
+	c := &Conn{name: "s"}
+	for _, tc := range []struct {
+		call    ToolCall
+		wantErr bool
+		args    string
+	}{
+		{ToolCall{Name: "t"}, false, `{}`},
+		{ToolCall{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}, false, `{"a":1}`},
+		{ToolCall{Name: "t", Arguments: json.RawMessage(`{"a":`)}, true, ""},
+		{ToolCall{Name: "t", Task: json.RawMessage(`{"ttl":`)}, true, ""},
+		{ToolCall{Name: "t", Task: json.RawMessage(`[]`), Checked: true}, true, ""},
+		// Not checked again: the caller vouches for the bytes.
+		{ToolCall{Name: "t", Arguments: json.RawMessage(`{"a":`), Checked: true}, false, `{"a":`},
+		{ToolCall{Name: "t", Checked: true}, false, `{}`},
+	} {
+		call := tc.call
+		err := c.checkCallParams(&call)
+		if (err != nil) != tc.wantErr || err == nil && string(call.Arguments) != tc.args {
+			t.Errorf("checkCallParams(%+v) = %v, arguments %s; want error %v, arguments %s", tc.call, err, call.Arguments, tc.wantErr, tc.args)
+		}
 	}
 }

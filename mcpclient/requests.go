@@ -125,11 +125,9 @@ func (c *Conn) CallToolTask(ctx context.Context, name string, args json.RawMessa
 // callTool sends a tools/call and waits for its end. Over stdio it is a
 // started call (StartToolCall) waited for.
 func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, error) {
-	args, err := c.checkCallParams(call.Name, call.Arguments, call.Task)
-	if err != nil {
+	if err := c.checkCallParams(&call); err != nil {
 		return nil, err
 	}
-	call.Arguments = args
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -157,7 +155,7 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 	modernHTTP := c.era == EraModern && c.transport == config.TransportHTTP
 	hctx := ctx
 	if modernHTTP && len(call.Headers) > 0 {
-		hctx = withParamHeaders(ctx, call.Headers.Headers(args))
+		hctx = withParamHeaders(ctx, call.Headers.Headers(call.Arguments))
 	}
 	res, err := c.callRounds(hctx, "tools/call", params, true)
 	var se *ServerError
@@ -172,7 +170,7 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 		return res, err
 	}
 	c.opts.Logger.Info("server refused the call's Mcp-Param headers (-32020): sent again with the tool's declarations listed again", "server", c.name, "tool", call.Name)
-	return c.callRounds(withParamHeaders(ctx, bindings.Headers(args)), "tools/call", params, true)
+	return c.callRounds(withParamHeaders(ctx, bindings.Headers(call.Arguments)), "tools/call", params, true)
 }
 
 // maxHeaderListPages bounds the tools/list pages read to find a tool's
@@ -213,16 +211,17 @@ func (c *Conn) toolHeaders(ctx context.Context, name string) (mcpheader.Bindings
 	return nil, false
 }
 
-// checkCallParams checks the arguments (nil means {}) and the task (nil
-// or an object) of a tools/call and returns the arguments to send.
-func (c *Conn) checkCallParams(name string, args, task json.RawMessage) (json.RawMessage, error) {
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	} else if !json.Valid(args) {
-		return nil, fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, name)
+// checkCallParams checks the arguments (nil means {}, which it sets) and
+// the task (nil or an object) of a tools/call, unless the caller checked
+// them (call.Checked).
+func (c *Conn) checkCallParams(call *ToolCall) error {
+	if len(call.Arguments) == 0 {
+		call.Arguments = json.RawMessage("{}")
+	} else if !call.Checked && !json.Valid(call.Arguments) {
+		return fmt.Errorf("server %q: tool %q: arguments are not valid JSON", c.name, call.Name)
 	}
-	if task != nil && (!isObject(task) || !json.Valid(task)) {
-		return nil, fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, name)
+	if call.Task != nil && (!isObject(call.Task) || !call.Checked && !json.Valid(call.Task)) {
+		return fmt.Errorf("server %q: tool %q: task is not a JSON object", c.name, call.Name)
 	}
-	return args, nil
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // TestResultType: the top-level resultType of a result, wherever it is
@@ -25,6 +27,12 @@ func TestResultType(t *testing.T) {
 		{`{"resultType":"later"}`, `"later"`},
 		{`{"x":"{\"resultType\":\"task\"}","y":"\\","resultType":"complete"}`, resultComplete},
 		{`[{"resultType":"task"}]`, ""},
+		// As encoding/json reads it: the last of the name, the name
+		// unescaped.
+		{`{"resultType":"input_required","content":[],"resultType":"complete"}`, resultComplete},
+		{`{"resultType":"task","content":[],"resultType":"complete","big":"` + strings.Repeat("x", 100) + `"}`, resultComplete},
+		{`{"content":[],"result\u0054ype":"input_required"}`, resultInputRequired},
+		{`{"\u0072esultType":"task","content":[{"type":"text","text":"` + big + `"}]}`, resultTask},
 	} {
 		if got := resultType([]byte(tc.result)); got != tc.want {
 			t.Errorf("resultType(%.60s) = %q, want %q", tc.result, got, tc.want)
@@ -72,7 +80,7 @@ func TestOuterMember(t *testing.T) {
 		for _, name := range []string{"resultType", "a", "b", "c", "zz"} {
 			want, ok := m[name]
 			for _, backFirst := range []bool{false, true} {
-				got := outerMember([]byte(obj), name, backFirst)
+				got := jsonscan.OuterMember([]byte(obj), name, backFirst)
 				if !ok {
 					if got != nil {
 						t.Errorf("outerMember(%s, %q, %v) = %s, want nil", obj, name, backFirst, got)
@@ -120,5 +128,28 @@ func BenchmarkResultType(b *testing.B) {
 				resultType(raw)
 			}
 		})
+	}
+}
+
+// TestSubscriptionID: the subscription id in a notification's _meta, its
+// names read as encoding/json reads them (unescaped, the last of a name
+// counting): PHP's encoder writes "\/" in every name with a slash.
+func TestSubscriptionID(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		id     int64
+		ok     bool
+	}{
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":3}}`, 3, true},
+		{`{"_meta":{"io.modelcontextprotocol\/subscriptionId":4}}`, 4, true},
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":1,"io.modelcontextprotocol/subscriptionId":5}}`, 5, true},
+		{`{"_meta":{"a":1},"\u005fmeta":{"io.modelcontextprotocol/subscriptionId":6}}`, 6, true},
+		{`{"_meta":{"subscriptionId":7}}`, 0, false},
+		{`{"uri":"x"}`, 0, false},
+	} {
+		id, ok := subscriptionID(json.RawMessage(tc.params))
+		if id != tc.id || ok != tc.ok {
+			t.Errorf("subscriptionID(%s) = %d, %v; want %d, %v", tc.params, id, ok, tc.id, tc.ok)
+		}
 	}
 }

@@ -226,7 +226,7 @@ func (p *process) stop(closeGrace, termGrace time.Duration) {
 		// What the server detached with no parent chain left to it (a
 		// double fork) was adopted by the reaper, which tells it by the
 		// server's marker: it ends with the connection, not only with the
-		// sidecar (README, "Reliability").
+		// sidecar (docs/reliability.md).
 		p.child.EndOrphans(termGrace)
 		p.child.Ended()
 		p.tree.release()

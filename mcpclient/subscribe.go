@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
@@ -319,11 +320,11 @@ func (l *listener) current(params json.RawMessage) bool {
 
 // subscriptionID reads _meta's io.modelcontextprotocol/subscriptionId.
 func subscriptionID(params json.RawMessage) (int64, bool) {
-	meta := topMember(params, "_meta")
+	meta := jsonscan.Member(params, "_meta")
 	if meta == nil {
 		return 0, false
 	}
-	id := topMember(meta, protocolMetaPrefix+"subscriptionId")
+	id := jsonscan.Member(meta, protocolMetaPrefix+"subscriptionId")
 	if id == nil {
 		return 0, false
 	}

@@ -541,19 +541,18 @@ func (c *Conn) CanStartToolCall() bool { return c.proc != nil }
 // the server's later messages, and the result may be a slice of the
 // server's line, valid only until done returns.
 //
-// args are the raw arguments (nil means {}), meta the _meta entries as
-// for CallTool, task nil or the task parameter (a JSON object). It
-// returns ErrNotStartable where the call needs CallTool, and the
-// connection's error once it ended; done is not called then.
-func (c *Conn) StartToolCall(name string, args json.RawMessage, meta map[string]any, task json.RawMessage, done CallReceiver) (PendingCall, error) {
+// call is as for CallToolWith (its Headers are for Streamable HTTP, and
+// unused here). It returns ErrNotStartable where the call needs
+// CallToolWith, and the connection's error once it ended; done is not
+// called then.
+func (c *Conn) StartToolCall(call ToolCall, done CallReceiver) (PendingCall, error) {
 	if c.proc == nil {
 		return PendingCall{}, ErrNotStartable
 	}
-	args, err := c.checkCallParams(name, args, task)
-	if err != nil {
+	if err := c.checkCallParams(&call); err != nil {
 		return PendingCall{}, err
 	}
-	return c.w.start(ToolCall{Name: name, Arguments: args, Meta: meta, Task: task}, done)
+	return c.w.start(call, done)
 }
 
 // start registers a started tools/call and writes its line without

@@ -171,7 +171,8 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	}
 
 	// A new authorization keeps what was granted before: a step-up asks
-	// for more, never for less.
+	// for more, never for less. (Credentials of another authorization
+	// server were forgotten before the flow.)
 	var granted []string
 	if prev, err := m.stored(srv, false); err == nil && prev != nil {
 		granted = prev.GrantedScopes
@@ -180,7 +181,8 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	var gotCfg *oauth2.Config
 	var got *oauth2.Token
 	client, sent := m.flowClient(srv)
-	registrations := &registrationTransport{base: client.Transport, m: m}
+	issuers := &issuerTransport{base: client.Transport}
+	registrations := &registrationTransport{base: issuers, m: m}
 	client.Transport = registrations
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirectURI,
@@ -260,6 +262,7 @@ func (m *Manager) runFlowSteps(ctx context.Context, f *flow, h *Handler, ch chal
 	}
 	creds := &Credentials{
 		Server: srv.Name, URL: srv.URL, Resource: srv.Resource, Scopes: slices.Clone(srv.Scopes),
+		Issuer:   cmpOr(issuers.seen(), ch.issuer),
 		ClientID: gotCfg.ClientID, TokenURL: gotCfg.Endpoint.TokenURL, AuthStyle: int(gotCfg.Endpoint.AuthStyle),
 		AccessToken: got.AccessToken, TokenType: got.TokenType, RefreshToken: got.RefreshToken,
 		Expiry: m.expiryOf(got), GrantedScopes: scopesOf(got), ObtainedAt: m.opts.Now(),

@@ -61,6 +61,13 @@ type HandlerOptions struct {
 	// (the wait's error may not reach the caller: go-sdk answers the
 	// deadline itself).
 	WaitingForAnother func(waiting bool)
+	// WaitingForRefresh is told when a request of this connection begins
+	// (true) and ends (false) waiting for the authorization server to
+	// refresh the access token: a deadline of the request's that ends
+	// meanwhile can say what it waited for (go-sdk answers a request whose
+	// context ended with the context's error, and the wait's own
+	// *RefreshWaitError may not reach the caller).
+	WaitingForRefresh func(waiting bool)
 }
 
 // Handler authorizes one connection to one server. It implements
@@ -102,13 +109,21 @@ func (e *NeedsAuthorizationError) Error() string {
 // when it is about to expire. Its Token returns (nil, nil) when there is
 // no usable token: the request then goes without one, the server answers
 // 401, and Authorize runs.
+//
+// Token never waits for the authorization server. go-sdk asks for the
+// token holding its connection's lock, with the connection's context, not
+// the request's: a refresh waited for there would hold every request of
+// the connection for as long as the authorization server takes. A token
+// due for renewal but still valid is used while its refresh runs in the
+// background (startRefresh); an expired one is not used, and the request
+// waits for the refresh in the handler's Transport, or in Authorize after
+// the 401, each within the request's own context.
 func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
-	return tokenSource{h: h, ctx: ctx}, nil
+	return tokenSource{h: h}, nil
 }
 
 type tokenSource struct {
-	h   *Handler
-	ctx context.Context
+	h *Handler
 }
 
 func (s tokenSource) Token() (*oauth2.Token, error) {
@@ -131,27 +146,34 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 	}
 	// Due for renewal. A token that has not expired yet is still good:
 	// while it cannot be renewed (no refresh token, the authorization
-	// server down), it is used until it expires.
-	key := h.srv.Key()
+	// server down or slow), it is used until it expires.
 	valid := h.m.valid(c)
-	if c.RefreshToken == "" || valid && !h.m.retryRefresh(key) {
-		if valid {
-			return bearer(c), nil
-		}
-		return nil, nil
+	if c.RefreshToken != "" && (!valid || h.m.retryRefresh(h.srv.Key())) {
+		h.m.startRefresh(h.srv, c.AccessToken)
 	}
-	fresh, err := h.m.refresh(s.ctx, h.srv, c.AccessToken)
+	if valid {
+		return bearer(c), nil
+	}
+	return nil, nil
+}
+
+// awaitRefresh waits, while ctx lasts, for the refresh of the server's
+// token running, if one is, and returns the token it got ("" when none
+// runs, or the authorization server refused the refresh token: the
+// request goes without, and the 401 starts a new authorization).
+func (h *Handler) awaitRefresh(ctx context.Context) (string, error) {
+	r := h.m.running(h.srv)
+	if r == nil {
+		return "", nil
+	}
+	c, err := h.m.await(ctx, r, h.srv, h.opts.WaitingForRefresh)
 	switch {
 	case errors.Is(err, errRefreshRejected):
-		h.m.opts.Logger.Info("refresh token rejected: the server needs a new authorization", "server", h.srv.Name)
-		return nil, nil
-	case err != nil && valid && s.ctx.Err() == nil:
-		h.m.opts.Logger.Warn("refreshing the access token failed: the token is used until it expires", "server", h.srv.Name, "expires", c.Expiry, "err", err)
-		return bearer(c), nil
+		return "", nil
 	case err != nil:
-		return nil, err
+		return "", err
 	}
-	return bearer(fresh), nil
+	return c.AccessToken, nil
 }
 
 func bearer(c *Credentials) *oauth2.Token {
@@ -163,6 +185,9 @@ func bearer(c *Credentials) *oauth2.Token {
 type challenge struct {
 	status int
 	header http.Header
+	// issuer is the authorization server the resource's metadata named
+	// when the challenge came ("" when unknown).
+	issuer string
 }
 
 // Authorize answers a 401 or 403 of the handler's server: by a token
@@ -189,8 +214,16 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if c != nil && c.AccessToken != "" && c.AccessToken != sent && !h.m.expiring(c) {
 		return nil // a newer token exists (another connection's flow, or a login)
 	}
+	// Which authorization server the resource names now, before any
+	// refresh: credentials another one issued are not sent anywhere
+	// (SEP-2352; issuer.go).
+	issuer := h.m.authorizationServer(ctx, h.srv, resp.Header)
+	if c != nil && !h.m.boundTo(ctx, h.srv, c, issuer) {
+		h.m.forgetMoved(h.srv, c, issuer)
+		c = nil
+	}
 	if resp.StatusCode == http.StatusUnauthorized && c != nil && c.RefreshToken != "" {
-		_, err := h.m.refresh(ctx, h.srv, sent)
+		_, err := h.m.refresh(ctx, h.srv, sent, h.opts.WaitingForRefresh)
 		if err == nil {
 			return nil
 		}
@@ -199,7 +232,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		h.m.opts.Logger.Info("refresh token rejected: authorizing again", "server", h.srv.Name)
 	}
-	if err := h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone()}); err != nil {
+	if err := h.m.authorize(ctx, h, challenge{status: resp.StatusCode, header: resp.Header.Clone(), issuer: issuer}); err != nil {
 		return err
 	}
 	if resp.StatusCode == http.StatusForbidden {

@@ -120,6 +120,7 @@ type codexTokenResponse struct {
 
 // sidecarTokenExtra is what the sidecar keeps beside Codex's members.
 type sidecarTokenExtra struct {
+	Issuer           string    `json:"issuer,omitempty"`
 	TokenURL         string    `json:"tokenUrl"`
 	AuthStyle        int       `json:"authStyle,omitempty"`
 	ClientSecret     string    `json:"clientSecret,omitempty"`
@@ -138,7 +139,7 @@ func encodeKeyring(srv Server, c *Credentials, now time.Time) (string, error) {
 			RefreshToken: c.RefreshToken, Scope: strings.Join(c.GrantedScopes, " "),
 		},
 		Sidecar: &sidecarTokenExtra{
-			TokenURL: c.TokenURL, AuthStyle: c.AuthStyle, ClientSecret: c.ClientSecret, ClientFromConfig: c.ClientFromConfig,
+			Issuer: c.Issuer, TokenURL: c.TokenURL, AuthStyle: c.AuthStyle, ClientSecret: c.ClientSecret, ClientFromConfig: c.ClientFromConfig,
 			Resource: c.Resource, Scopes: slices.Clone(c.Scopes), ObtainedAt: c.ObtainedAt,
 		},
 	}
@@ -177,7 +178,7 @@ func decodeKeyring(srv Server, secret string) (c *Credentials, ok bool, err erro
 		if x.Resource != srv.Resource || !sameScopes(x.Scopes, srv.Scopes) {
 			return nil, false, nil
 		}
-		c.TokenURL, c.AuthStyle, c.ClientSecret, c.ClientFromConfig, c.ObtainedAt = x.TokenURL, x.AuthStyle, x.ClientSecret, x.ClientFromConfig, x.ObtainedAt
+		c.Issuer, c.TokenURL, c.AuthStyle, c.ClientSecret, c.ClientFromConfig, c.ObtainedAt = x.Issuer, x.TokenURL, x.AuthStyle, x.ClientSecret, x.ClientFromConfig, x.ObtainedAt
 	}
 	if c.TokenURL == "" {
 		// Codex's own entry: without the token endpoint the refresh token

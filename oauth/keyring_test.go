@@ -130,7 +130,7 @@ func TestKeyringEntryRoundTrip(t *testing.T) {
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	srv := Server{Name: "gh", URL: "https://api.example.com/mcp", Resource: "https://api.example.com/", Scopes: []string{"repo"}}
 	c := &Credentials{Server: "gh", URL: srv.URL, Resource: srv.Resource, Scopes: []string{"repo"}, ClientID: "cid", ClientSecret: "cs",
-		TokenURL: "https://as.example.com/token", AuthStyle: 1, AccessToken: "at", TokenType: "Bearer", RefreshToken: "rt",
+		Issuer: "https://as.example.com", TokenURL: "https://as.example.com/token", AuthStyle: 1, AccessToken: "at", TokenType: "Bearer", RefreshToken: "rt",
 		Expiry: now.Add(time.Hour), GrantedScopes: []string{"read", "repo"}, ObtainedAt: now}
 	secret, err := encodeKeyring(srv, c, now)
 	if err != nil {
@@ -247,7 +247,7 @@ func TestKeyringUnavailable(t *testing.T) {
 			t.Error("the user was sent to the browser for a token that cannot be kept")
 		}
 		// The token source asks nothing of a server that needs no token.
-		tok, err := tokenSource{h: e.m.Handler(e.srv, HandlerOptions{}), ctx: t.Context()}.Token()
+		tok, err := tokenSource{h: e.m.Handler(e.srv, HandlerOptions{})}.Token()
 		if tok != nil || err != nil {
 			t.Errorf("token source = %v, %v; want none and no error", tok, err)
 		}

@@ -3,15 +3,17 @@
 package oauth
 
 import (
-	"os"
 	"syscall"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 )
 
 // lockFile takes an exclusive advisory lock on path (created 0600), held
 // until unlock: the sidecar and a login command in another process update
-// the store one at a time.
+// the store one at a time. The file is opened as credentials.json is read
+// (lockPolicy): a FIFO or a link put there is refused, not waited on.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenLock(path, lockPolicy)
 	if err != nil {
 		return nil, err
 	}

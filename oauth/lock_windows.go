@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/safefile"
 )
 
 // allBytes is the range locked: the whole file, whatever its size.
@@ -16,7 +18,7 @@ const allBytes = ^uint32(0)
 // at a time. LockFileEx on a handle opened without FILE_FLAG_OVERLAPPED
 // waits until the lock is free, as flock(2) does elsewhere.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenLock(path, lockPolicy)
 	if err != nil {
 		return nil, err
 	}

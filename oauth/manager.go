@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
-	"golang.org/x/sync/singleflight"
 )
 
 // Defaults of Options.
@@ -23,6 +22,8 @@ const (
 	// RefreshRetry is how long after a failed refresh (the authorization
 	// server down) the token, still valid, is used without trying again.
 	RefreshRetry = 10 * time.Second
+	// DefaultRefreshTimeout bounds one refresh of an access token.
+	DefaultRefreshTimeout = 30 * time.Second
 )
 
 // Options configure a Manager.
@@ -45,7 +46,18 @@ type Options struct {
 	// Joined is told that a connection begins to wait for a flow another
 	// connection started (tests order events with it).
 	Joined func(Key)
-	Logger *slog.Logger
+	// RefreshTimeout bounds one refresh of an access token, which runs on
+	// a goroutine of the Manager's whatever the request that wanted it
+	// does; zero is DefaultRefreshTimeout. A request waits for it only
+	// while its own context lasts.
+	RefreshTimeout time.Duration
+	// Refreshed is told that a refresh of key ended, with its error, and
+	// AwaitsRefresh that a request begins to wait for one (tests order
+	// events with them). Refreshed runs on the refresh's goroutine; neither
+	// may block.
+	Refreshed     func(Key, error)
+	AwaitsRefresh func(Key)
+	Logger        *slog.Logger
 	// Keyring is the OS keychain, for servers whose
 	// mcp_oauth_credentials_store is "keyring" or "auto"; nil is the
 	// system's (OSKeyring).
@@ -61,6 +73,8 @@ type Manager struct {
 	ctx    context.Context // ends at Close; parents every flow
 	cancel context.CancelFunc
 	flowWG sync.WaitGroup
+	// refreshWG counts the refreshes running (refreshCall).
+	refreshWG sync.WaitGroup
 
 	mu    sync.Mutex
 	flows map[string]*flow // running, by Key.ID
@@ -69,7 +83,9 @@ type Manager struct {
 	cacheAt   stamp
 	cacheRead bool
 
-	refreshes singleflight.Group
+	// refreshes are the refreshes running, by Key.ID: one per key at a
+	// time, shared by every caller that wants it.
+	refreshes map[string]*refreshCall
 	// refreshFailed is when the last refresh of a key (by Key.ID) failed
 	// for a reason other than a refused grant, until one succeeds.
 	refreshFailed map[string]time.Time
@@ -92,6 +108,9 @@ func NewManager(opts Options) *Manager {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.RefreshTimeout <= 0 {
+		opts.RefreshTimeout = DefaultRefreshTimeout
+	}
 	if opts.ClientName == "" {
 		opts.ClientName = "mcp-sidecar"
 	}
@@ -101,15 +120,17 @@ func NewManager(opts Options) *Manager {
 	if opts.Keyring == nil {
 		opts.Keyring = OSKeyring{}
 	}
-	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshFailed: map[string]time.Time{}, keyringCache: map[string]keyringEntry{}}
+	m := &Manager{opts: opts, flows: map[string]*flow{}, refreshes: map[string]*refreshCall{}, refreshFailed: map[string]time.Time{}, keyringCache: map[string]keyringEntry{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
 
-// Close cancels the flows in progress and waits for them to end.
+// Close cancels the flows and refreshes in progress and waits for them
+// to end.
 func (m *Manager) Close() {
 	m.cancel()
 	m.flowWG.Wait()
+	m.refreshWG.Wait()
 }
 
 // Server is what a Manager needs to know of one server.
@@ -258,29 +279,109 @@ func (e *RefreshError) Unwrap() error { return e.Err }
 // server refused (invalid_grant): the refresh token was revoked or expired.
 var errRefreshRejected = errors.New("the refresh token was rejected")
 
-// refresh renews the access token of srv with its refresh token. Callers
-// refreshing the same key at once share one request. stale is the access
-// token the caller found wanting: when the stored one differs already,
-// another caller refreshed it and that token is returned.
-func (m *Manager) refresh(ctx context.Context, srv Server, stale string) (*Credentials, error) {
-	key := srv.Key()
-	ch := m.refreshes.DoChan(key.ID(), func() (any, error) {
-		// Not the first caller's ctx: one caller giving up must not fail
-		// the others.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+// refreshCall is one refresh of a key's access token, running.
+type refreshCall struct {
+	done  chan struct{}
+	creds *Credentials // set before done closes
+	err   error
+}
+
+// startRefresh starts a refresh of srv's access token, or returns the one
+// running. It runs on a goroutine of m's, bounded by RefreshTimeout and
+// by Close, not by any caller's context: an authorization server that
+// never answers holds no request past its own context (refresh), and a
+// caller giving up does not fail the others. stale is the access token
+// the caller found wanting (refreshNow). nil when m is closed.
+func (m *Manager) startRefresh(srv Server, stale string) *refreshCall {
+	id := srv.Key().ID()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.refreshes[id]; r != nil {
+		return r
+	}
+	if m.ctx.Err() != nil {
+		return nil
+	}
+	r := &refreshCall{done: make(chan struct{})}
+	m.refreshes[id] = r
+	m.refreshWG.Add(1)
+	go func() {
+		defer m.refreshWG.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, m.opts.RefreshTimeout)
 		defer cancel()
-		return m.refreshNow(ctx, srv, stale)
-	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
+		creds, err := m.refreshNow(ctx, srv, stale)
+		switch {
+		case errors.Is(err, errRefreshRejected):
+			m.opts.Logger.Info("refresh token rejected: the server needs a new authorization", "server", srv.Name)
+		case err != nil:
+			m.opts.Logger.Warn("refreshing the access token failed: a valid token is used until it expires", "server", srv.Name, "err", err)
 		}
-		return r.Val.(*Credentials), nil
+		m.mu.Lock()
+		delete(m.refreshes, id)
+		r.creds, r.err = creds, err
+		m.mu.Unlock()
+		close(r.done)
+		if m.opts.Refreshed != nil {
+			m.opts.Refreshed(srv.Key(), err)
+		}
+	}()
+	return r
+}
+
+// running is the refresh of srv's access token running, or nil.
+func (m *Manager) running(srv Server) *refreshCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refreshes[srv.Key().ID()]
+}
+
+// refresh renews the access token of srv with its refresh token, waiting
+// for it while ctx lasts (startRefresh); waiting is told when the wait
+// begins and ends (nil: no one).
+func (m *Manager) refresh(ctx context.Context, srv Server, stale string, waiting func(bool)) (*Credentials, error) {
+	r := m.startRefresh(srv, stale)
+	if r == nil {
+		return nil, fmt.Errorf("server %q: refreshing the access token: the sidecar is shutting down", srv.Name)
+	}
+	return m.await(ctx, r, srv, waiting)
+}
+
+// await waits for r, a refresh of srv's token, while ctx lasts.
+func (m *Manager) await(ctx context.Context, r *refreshCall, srv Server, waiting func(bool)) (*Credentials, error) {
+	select {
+	case <-r.done:
+		return r.creds, r.err
+	default:
+	}
+	if waiting != nil {
+		waiting(true)
+		defer waiting(false)
+	}
+	if m.opts.AwaitsRefresh != nil {
+		m.opts.AwaitsRefresh(srv.Key())
+	}
+	select {
+	case <-r.done:
+		return r.creds, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, &RefreshWaitError{Server: srv.Name, Err: context.Cause(ctx)}
 	}
 }
+
+// RefreshWaitError is a request that gave up waiting for a refresh of the
+// access token (its context ended: a deadline, a cancellation) while the
+// authorization server had not answered. The refresh goes on, bounded by
+// its own timeout, for the requests after it.
+type RefreshWaitError struct {
+	Server string
+	Err    error // the context's cause
+}
+
+func (e *RefreshWaitError) Error() string {
+	return fmt.Sprintf("server %q: the request ended while waiting for the authorization server to refresh the access token (it has not answered yet): %v", e.Server, e.Err)
+}
+
+func (e *RefreshWaitError) Unwrap() error { return e.Err }
 
 func (m *Manager) refreshNow(ctx context.Context, srv Server, stale string) (*Credentials, error) {
 	key := srv.Key()

@@ -48,15 +48,19 @@ type env struct {
 	store  *Store
 	m      *Manager
 	srv    Server
+	// session is the session of connectMigrating.
+	session *mcp.ClientSession
 
 	authorized atomic.Int32
 	// authorizedCh receives a key per completed flow.
 	authorizedCh chan Key
+	// refreshed receives the error of each refresh that ended.
+	refreshed chan error
 }
 
 func newEnv(t *testing.T, cfg oauthtest.Config, scfg oauthtest.ServerConfig) *env {
 	t.Helper()
-	e := &env{t: t, clock: newClock(), authorizedCh: make(chan Key, 16)}
+	e := &env{t: t, clock: newClock(), authorizedCh: make(chan Key, 16), refreshed: make(chan error, 64)}
 	e.as = oauthtest.NewAuthServer(t, cfg)
 	e.server = oauthtest.NewServer(t, e.as, scfg)
 	e.store = &Store{Dir: filepath.Join(t.TempDir(), "credentials")}
@@ -68,6 +72,7 @@ func newEnv(t *testing.T, cfg oauthtest.Config, scfg oauthtest.ServerConfig) *en
 			e.authorized.Add(1)
 			e.authorizedCh <- k
 		},
+		Refreshed: func(_ Key, err error) { e.refreshed <- err },
 	})
 	t.Cleanup(e.m.Close)
 	e.srv = Server{Name: "remote", URL: e.server.URL()}
@@ -159,15 +164,20 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	if n := e.as.Counts().Refreshes; n != 0 {
 		t.Fatalf("%d refreshes before the token was due, want 0", n)
 	}
-	// Within RefreshBefore of its expiry: refreshed before it is used.
+	// Within RefreshBefore of its expiry: still used, while the refresh
+	// runs in the background; the next call has the new token.
 	e.clock.Advance(2 * time.Second)
 	echo(t, s, "echo", "three")
+	if err := <-e.refreshed; err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	echo(t, s, "echo", "four")
 	c := e.as.Counts()
 	if c.Refreshes != 1 || c.Authorizations != 1 || e.server.Denied() != 1 {
 		t.Errorf("counts %+v, denied %d: want 1 refresh, 1 authorization, and only the first 401", c, e.server.Denied())
 	}
 	if last := e.server.Tokens()[len(e.server.Tokens())-1]; last == first {
-		t.Errorf("the call after expiry used the old token")
+		t.Errorf("the call after the refresh used the old token")
 	}
 }
 
@@ -191,6 +201,9 @@ func TestTokenUsedUntilExpiryWhileRefreshFails(t *testing.T) {
 
 	e.clock.Advance(time.Hour - RefreshBefore/2) // due, not expired
 	echo(t, s, "echo", "two")
+	if err := <-e.refreshed; err == nil {
+		t.Fatal("the refresh succeeded with the authorization server down")
+	}
 	echo(t, s, "echo", "three")
 	if n := tries.Load(); n != 1 {
 		t.Errorf("%d refreshes tried, want 1 (none again within RefreshRetry)", n)
@@ -202,6 +215,7 @@ func TestTokenUsedUntilExpiryWhileRefreshFails(t *testing.T) {
 	}
 	e.clock.Advance(RefreshRetry)
 	echo(t, s, "echo", "four")
+	<-e.refreshed
 	if n := tries.Load(); n != 2 {
 		t.Errorf("%d refreshes tried after RefreshRetry, want 2", n)
 	}

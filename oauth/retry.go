@@ -72,6 +72,19 @@ func refusalOf(resp *http.Response) refusalKind {
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") == "" {
+		// Without a token, perhaps because the stored one expired and its
+		// refresh runs (tokenSource.Token): the request waits for it here,
+		// outside go-sdk's connection lock, while its own context lasts.
+		tok, err := t.h.awaitRefresh(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if tok != "" {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodPost || req.GetBody == nil {
 		return resp, err
@@ -145,7 +158,7 @@ func (t *retryTransport) resend(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	r.Body = body
-	tok, err := tokenSource{h: t.h, ctx: req.Context()}.Token()
+	tok, err := tokenSource{h: t.h}.Token()
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,9 @@ type Credentials struct {
 	Resource string   `json:"resource,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
 
+	// Issuer is the authorization server that issued them (its issuer
+	// identifier): they are used with it alone (issuer.go).
+	Issuer   string `json:"issuer,omitempty"`
 	ClientID string `json:"clientId"`
 	// ClientSecret is a secret the authorization server issued at dynamic
 	// registration. A configured client's secret is never stored: it is
@@ -178,11 +181,12 @@ func (s *Store) load() (*storeFileFormat, stamp, error) {
 	return content, stamp{info: fi}, nil
 }
 
-// The store's folder and file: this user's alone, no link, the file
-// bounded.
+// The store's folder, file and lock file: this user's alone, no link, the
+// file bounded.
 var (
 	dirPolicy  = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077}
 	filePolicy = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077, MaxBytes: maxStoreBytes}
+	lockPolicy = safefile.Policy{Owner: safefile.OwnerSelf, Deny: 0o077}
 )
 
 // decodeStore decodes the file's data (none: an empty store).
@@ -237,7 +241,7 @@ func (s *Store) update(fn func(f *storeFileFormat) error) error {
 	}
 	unlock, err := lockFile(filepath.Join(s.Dir, storeLock))
 	if err != nil {
-		return fmt.Errorf("credentials store: lock: %w", err)
+		return storeError(err)
 	}
 	defer unlock()
 	content, _, err := s.load()
@@ -287,7 +291,7 @@ func storeError(err error) error {
 		why := se.Reason
 		if errors.Is(err, safefile.ErrMode) {
 			want := "700"
-			if filepath.Base(se.Path) == storeFile {
+			if base := filepath.Base(se.Path); base == storeFile || base == storeLock {
 				want = "600"
 			}
 			why += fmt.Sprintf("; chmod %s %s", want, se.Path)

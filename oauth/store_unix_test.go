@@ -92,3 +92,73 @@ func TestStoreRefusesWhatIsNotItsFile(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreRefusesWhatIsNotItsLockFile: the lock file is opened as the
+// credentials file is read (internal/safefile): a FIFO at credentials.lock
+// is refused without blocking (opening it for writing would wait for a
+// reader), a link is not followed (it would create or lock a file
+// elsewhere), and one others may read or write is refused, saying how to
+// fix it. Nothing is written while it is refused.
+func TestStoreRefusesWhatIsNotItsLockFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, lock, elsewhere string)
+		why   string
+	}{
+		{"FIFO", func(t *testing.T, lock, _ string) {
+			if err := syscall.Mkfifo(lock, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file (a FIFO)"},
+		{"link", func(t *testing.T, lock, elsewhere string) {
+			if err := os.Symlink(elsewhere, lock); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file (a symbolic link, not followed)"},
+		{"dangling link", func(t *testing.T, lock, elsewhere string) {
+			if err := os.Symlink(filepath.Join(filepath.Dir(elsewhere), "missing"), lock); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file (a symbolic link, not followed)"},
+		{"readable by others", func(t *testing.T, lock, _ string) {
+			if err := os.WriteFile(lock, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(lock, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "chmod 600"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			elsewhere := filepath.Join(base, "elsewhere")
+			if err := os.WriteFile(elsewhere, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			st := &Store{Dir: filepath.Join(base, "credentials")}
+			if err := os.Mkdir(st.Dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tc.plant(t, filepath.Join(st.Dir, storeLock), elsewhere)
+
+			done := make(chan error, 1)
+			go func() {
+				done <- st.Update(func(e map[string]*Credentials) error {
+					e["k"] = &Credentials{Server: "s", AccessToken: "mine"}
+					return nil
+				})
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), storeLock) {
+					t.Errorf("Update = %v, want ErrUnsafe naming %s and saying %q", err, storeLock, tc.why)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("Update blocked on what is at %s", storeLock)
+			}
+			if _, err := os.Lstat(st.path()); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s written under a refused lock file (%v)", storeFile, err)
+			}
+		})
+	}
+}

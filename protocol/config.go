@@ -6,7 +6,7 @@ const StateInvalid = "invalid"
 
 // ConfigDiscovery asks initialize to find the config files of the MCP
 // clients people use (Codex, Claude Code, Cursor, VS Code), as the
-// commands for people do (README, "Configuration").
+// commands for people do (docs/configuration.md).
 type ConfigDiscovery struct {
 	// Cwd is the absolute working directory: project files are found from
 	// it up to the repository root.

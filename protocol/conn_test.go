@@ -430,8 +430,14 @@ func TestConnReading(t *testing.T) {
 			input: text(frameOf(`not json`) +
 				frameOf(`{"method":"echo",, "id":3}`) +
 				frameOf(`{"id":12`) +
-				frameOf(`{"id":tru}`)),
+				frameOf(`{"id":tru}`) +
+				// An id after the first syntax error is not taken: a
+				// parser reads nothing past it.
+				frameOf(`{"x":tru,"id":5,"method":"echo"}`) +
+				frameOf(`{"x":"\u00zz","id":6,"method":"echo"}`)),
 			want: []reply{
+				{ID: "null", Code: CodeParseError, Msg: "parse error"},
+				{ID: "null", Code: CodeParseError, Msg: "parse error"},
 				{ID: "null", Code: CodeParseError, Msg: "parse error"},
 				{ID: "null", Code: CodeParseError, Msg: "parse error"},
 				{ID: "null", Code: CodeParseError, Msg: "parse error"},

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // Integers in params. The schema (schema/protocol.schema.json) types counts,
@@ -362,12 +364,9 @@ func canonicalIntegers(data []byte, t reflect.Type, path string) ([]byte, error)
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && v[0] == '[':
 		var b bytes.Buffer
 		b.WriteByte('[')
-		i := skipWS(v, 1)
+		i := jsonscan.SkipSpace(v, 1)
 		for n := 0; i < len(v) && v[i] != ']'; n++ {
-			end, ok := scanValue(v, i)
-			if !ok {
-				return data, nil
-			}
+			end := jsonscan.ValueEnd(v, i)
 			elem, err := canonicalIntegers(v[i:end], t.Elem(), fmt.Sprintf("%s[%d]", path, n))
 			if err != nil {
 				return nil, err
@@ -376,9 +375,9 @@ func canonicalIntegers(data []byte, t reflect.Type, path string) ([]byte, error)
 				b.WriteByte(',')
 			}
 			b.Write(elem)
-			i = skipWS(v, end)
+			i = jsonscan.SkipSpace(v, end)
 			if i < len(v) && v[i] == ',' {
-				i = skipWS(v, i+1)
+				i = jsonscan.SkipSpace(v, i+1)
 			}
 		}
 		b.WriteByte(']')
@@ -419,27 +418,26 @@ func integerRange(t reflect.Type) (min, max int64) {
 func rewriteMembers(obj []byte, field func(name string) (reflect.Type, string)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	first := true
-	var werr error
-	_, err := eachMember(obj, func(name, value []byte) error {
-		if t, path := field(string(name)); t != nil {
-			value, werr = canonicalIntegers(value, t, path)
-			if werr != nil {
-				return werr
+	m, _ := jsonscan.Object(obj)
+	for first := true; ; first = false {
+		k, value, ok := m.Next()
+		if !ok {
+			break
+		}
+		name := string(jsonscan.AppendName(nil, k))
+		if t, path := field(name); t != nil {
+			var err error
+			if value, err = canonicalIntegers(value, t, path); err != nil {
+				return nil, err
 			}
 		}
 		if !first {
 			b.WriteByte(',')
 		}
-		first = false
-		key, _ := json.Marshal(string(name)) // a string always marshals
+		key, _ := json.Marshal(name) // a string always marshals
 		b.Write(key)
 		b.WriteByte(':')
 		b.Write(value)
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
@@ -55,7 +56,7 @@ func (c *Conn) readResponse() (response, error) {
 // handler, a response is returned (ok), anything else is answered or
 // dropped.
 func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
-	i := skipWS(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i == len(body) {
 		return response{}, false, c.answer(nil, CodeParseError, KindParseError, "parse error: empty message body")
 	}
@@ -74,7 +75,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 	default:
 		return response{}, false, c.answer(nil, CodeInvalidRequest, KindInvalidRequest, "invalid request: a message must be a JSON object")
 	}
-	m := scanMembers(body)
+	m := checkedMembers(body)
 	isRequest := m.method != nil
 	isResponse := m.result != nil || (m.errv != nil && string(m.errv) != "null")
 	switch {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // ParseToolsCallParams decodes the params of tools/call, which must be
@@ -19,39 +21,51 @@ func ParseToolsCallParams(params json.RawMessage) (ToolsCallParams, error) {
 	if t := bytes.TrimSpace(params); len(t) == 0 || string(t) == "null" {
 		return p, nil
 	}
-	isObject, err := eachMember(params, func(name, v []byte) error {
-		switch string(name) {
-		case "sessionId":
-			return decodeString("sessionId", v, &p.SessionID)
-		case "name":
-			return decodeString("name", v, &p.Name)
-		case "server":
-			return decodeString("server", v, &p.Server)
-		case "tool":
-			return decodeString("tool", v, &p.Tool)
-		case "arguments":
-			p.Arguments = v
-		case "sandboxState":
-			p.SandboxState = v
-		case "task":
-			p.Task = v
-		case "timeoutMs":
-			if string(v) != "null" {
-				n, err := ParseIntegerField("timeoutMs", v)
-				if err != nil {
-					return err
-				}
-				p.TimeoutMs = n
-			}
-		case "meta":
-			return decodeMeta(v, &p.Meta)
-		}
-		return nil
-	})
-	if err == nil && !isObject {
-		err = errors.New("params must be a JSON object")
+	m, ok := jsonscan.Object(params)
+	if !ok {
+		return p, errors.New("params must be a JSON object")
 	}
-	return p, err
+	var buf [32]byte
+	for {
+		name, v, ok := m.Next()
+		if !ok {
+			return p, nil
+		}
+		if err := p.member(jsonscan.AppendName(buf[:0], name), v); err != nil {
+			return p, err
+		}
+	}
+}
+
+// member decodes the member name of tools/call's params into p.
+func (p *ToolsCallParams) member(name, v []byte) error {
+	switch string(name) {
+	case "sessionId":
+		return decodeString("sessionId", v, &p.SessionID)
+	case "name":
+		return decodeString("name", v, &p.Name)
+	case "server":
+		return decodeString("server", v, &p.Server)
+	case "tool":
+		return decodeString("tool", v, &p.Tool)
+	case "arguments":
+		p.Arguments = v
+	case "sandboxState":
+		p.SandboxState = v
+	case "task":
+		p.Task = v
+	case "timeoutMs":
+		if string(v) != "null" {
+			n, err := ParseIntegerField("timeoutMs", v)
+			if err != nil {
+				return err
+			}
+			p.TimeoutMs = n
+		}
+	case "meta":
+		return decodeMeta(v, &p.Meta)
+	}
+	return nil
 }
 
 // decodeString decodes the JSON string v into dst; null leaves it alone.
@@ -73,16 +87,17 @@ func decodeMeta(v []byte, dst *map[string]json.RawMessage) error {
 	if string(v) == "null" {
 		return nil
 	}
-	m := make(map[string]json.RawMessage)
-	isObject, err := eachMember(v, func(name, value []byte) error {
-		m[string(name)] = value
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if !isObject {
+	it, ok := jsonscan.Object(v)
+	if !ok {
 		return errors.New("meta must be a JSON object")
+	}
+	m := make(map[string]json.RawMessage)
+	for {
+		name, value, ok := it.Next()
+		if !ok {
+			break
+		}
+		m[string(jsonscan.AppendName(nil, name))] = value
 	}
 	*dst = m
 	return nil

@@ -24,6 +24,9 @@ func TestParseToolsCallParams(t *testing.T) {
 		"{\n\t\"sessionId\" :\t\"s\" ,\n \"arguments\" : { \"a\" : 1 } \n}",
 		`{"sessionId":"first","sessionId":"last"}`,
 		`{"\u0073essionId":"escaped key"}`,
+		// A meta name is unescaped as encoding/json does, invalid
+		// UTF-8 and lone surrogates as U+FFFD.
+		"{\"meta\":{\"a\xffb\":1,\"\\ud800x\":2,\"\\ud83d\\ude00\":3}}",
 	}
 	for _, in := range valid {
 		got, err := ParseToolsCallParams(json.RawMessage(in))

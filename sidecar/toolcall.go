@@ -255,6 +255,16 @@ func (sess *Session) bindNow(p protocol.ToolsCallParams) (*serverConn, catalog.T
 	return sc, t, sc.conn
 }
 
+// toolCall is the call sent to the server. Its arguments and task are
+// slices of the host's frame, which protocol checked whole: mcpclient does
+// not check them again (a 1 MiB argument is read once).
+func (tc *toolCall) toolCall() mcpclient.ToolCall {
+	return mcpclient.ToolCall{
+		Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task,
+		Headers: tc.bound.Headers, Checked: true,
+	}
+}
+
 // begin is the call leaving: the dropped meta keys are logged and its
 // progress token is registered, so that the server's progress reaches the
 // host from the first notification.
@@ -317,9 +327,7 @@ func (s *Server) toolsCall(ctx context.Context, rq *request) (result, error) {
 	// The tool's header declarations were read once, with its catalog:
 	// over Streamable HTTP at 2026-07-28 they become its Mcp-Param-*
 	// headers.
-	raw, err := tc.conn.CallToolWith(callCtx, mcpclient.ToolCall{
-		Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task, Headers: tc.bound.Headers,
-	})
+	raw, err := tc.conn.CallToolWith(callCtx, tc.toolCall())
 	if err != nil {
 		if errors.Is(context.Cause(callCtx), errToolTimeout) {
 			err = errToolTimeout
@@ -364,7 +372,7 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request, ref *s
 	if f := s.hook().toolCallSent; f != nil {
 		f(tc.sc.sess.id, tc.sc.name, false)
 	}
-	call, err := tc.conn.StartToolCall(tc.bound.Name, tc.p.Arguments, tc.meta, tc.p.Task, c)
+	call, err := tc.conn.StartToolCall(tc.toolCall(), c)
 	if err != nil {
 		c.CallEnded(nil, err)
 		return true

@@ -35,6 +35,10 @@ type ServerConfig struct {
 	// message and data quote the request's Authorization header, as a
 	// careless server's errors do.
 	LeakTool bool
+	// SSE serves the legacy HTTP+SSE transport (go-sdk's SSEHandler) at
+	// the same URL instead of Streamable HTTP: the GET of the stream and
+	// the POSTs of its messages need the token alike.
+	SSE bool
 }
 
 // Server is an MCP server (go-sdk's, over Streamable HTTP) that needs a
@@ -42,12 +46,12 @@ type ServerConfig struct {
 // any named in ToolScopes (each echoes too).
 type Server struct {
 	srv *httptest.Server
-	as  *AuthServer
 	cfg ServerConfig
 
 	mu     sync.Mutex
-	tokens []string // tokens of accepted requests, in order
-	denied int      // requests answered 401 or 403
+	as     *AuthServer // the authorization server its metadata names
+	tokens []string    // tokens of accepted requests, in order
+	denied int         // requests answered 401 or 403
 	ms     *mcp.Server
 	mcp    http.Handler
 }
@@ -77,11 +81,13 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 	mux := http.NewServeMux()
 	s.srv = httptest.NewServer(mux)
 	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:             s.URL(),
-		AuthorizationServers: []string{as.URL()},
-		ScopesSupported:      cfg.Scopes,
-	}))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:             s.URL(),
+			AuthorizationServers: []string{s.authServer().URL()},
+			ScopesSupported:      cfg.Scopes,
+		}).ServeHTTP(w, r)
+	})
 	s.ms, s.mcp = s.newMCP()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -90,7 +96,7 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 		h.ServeHTTP(w, r)
 	})
 	verify := func(ctx context.Context, tok string, r *http.Request) (*auth.TokenInfo, error) {
-		scopes, ok := as.Verify(tok)
+		scopes, ok := s.authServer().Verify(tok)
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown or revoked", auth.ErrInvalidToken)
 		}
@@ -107,6 +113,21 @@ func StartServer(as *AuthServer, cfg ServerConfig) *Server {
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return s.srv.URL + "/mcp" }
+
+// MoveTo makes as the server's authorization server from now on, as a
+// resource that migrates does (SEP-2352): its metadata names as, and only
+// as's tokens are accepted (the old server's get 401).
+func (s *Server) MoveTo(as *AuthServer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.as = as
+}
+
+func (s *Server) authServer() *AuthServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.as
+}
 
 // Forget makes the server forget its MCP sessions, as a restart does: a
 // request with an old session id gets 404.
@@ -138,6 +159,9 @@ func (s *Server) newMCP() (*mcp.Server, http.Handler) {
 				data, _ := json.Marshal(map[string]string{"authorization": authz})
 				return nil, &jsonrpc.Error{Code: -32000, Message: "refused with Authorization: " + authz, Data: data}
 			})
+	}
+	if s.cfg.SSE {
+		return ms, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 	}
 	return ms, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 }

@@ -122,7 +122,7 @@ func (h *host) close(ctx context.Context) {
 
 // describeRPCError keeps the sidecar's message, which is written for
 // people; the code and kind stay in the error for the commands, out of
-// what people read (README, "For people").
+// what people read (docs/cli.md).
 func describeRPCError(err error) error {
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {

@@ -128,6 +128,41 @@ func Open(path string, p Policy) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
+// OpenLock opens the lock file at path for reading and writing, creating
+// it (mode 0600) when missing, as p says: a regular file only, never a
+// link unless p.Follow, opened without blocking (a FIFO put there would
+// otherwise hang every updater until a reader came), its owner and mode
+// checked on what was opened (fstat). Its content is never read: the
+// caller locks it (flock(2), LockFileEx). Errors are as Open's.
+func OpenLock(path string, p Policy) (*os.File, error) {
+	// Look before opening, as Open does; a missing file is created.
+	fi, err := p.stat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, notRegular(path, fi)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	f, err := openLock(path, p.Follow)
+	if err != nil {
+		if !p.Follow {
+			if li, lerr := os.Lstat(path); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+				return nil, notRegular(path, li)
+			}
+		}
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := p.Check(path, fi); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // ReadFile reads the regular file at path as Open does, at most
 // p.MaxBytes of it (more is ErrTooLarge, even when the file grew after it
 // was opened).

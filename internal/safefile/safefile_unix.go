@@ -23,6 +23,17 @@ func openRead(path string, follow bool) (*os.File, error) {
 	return os.OpenFile(path, flags, 0)
 }
 
+// openLock opens path for reading and writing, created 0600 when
+// missing, without waiting for a reader (a FIFO put there in between) and,
+// unless follow, without following a link at its last component.
+func openLock(path string, follow bool) (*os.File, error) {
+	flags := os.O_RDWR | os.O_CREATE | syscall.O_NONBLOCK
+	if !follow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	return os.OpenFile(path, flags, 0o600)
+}
+
 // OwnerProblem says why fi's owner is not one o accepts, or "". The
 // effective user is the one whose privileges the sidecar acts with.
 func OwnerProblem(fi fs.FileInfo, o Owner) string {

@@ -301,3 +301,61 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("folder after the writes (-want +got):\n%s", diff)
 	}
 }
+
+// TestOpenLock: a lock file is created 0600 when missing and opened for
+// writing when it is a regular file the policy accepts; a FIFO, a link
+// (dangling too: following it would create a file elsewhere) or a file
+// others may read is refused, without blocking.
+func TestOpenLock(t *testing.T) {
+	p := Policy{Owner: OwnerSelf, Deny: 0o077}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		plant func(path string)
+		kind  error // nil: opened
+	}{
+		{"missing", func(string) {}, nil},
+		{"private file", func(path string) { write(t, path, "", 0o600) }, nil},
+		{"FIFO", func(path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrNotRegular},
+		{"dangling link", func(path string) {
+			if err := os.Symlink(filepath.Join(dir, "nowhere"), path); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrNotRegular},
+		{"readable by others", func(path string) { write(t, path, "", 0o644) }, ErrMode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".lock")
+			tc.plant(path)
+			type result struct {
+				f   *os.File
+				err error
+			}
+			r := within(t, func() result { f, err := OpenLock(path, p); return result{f, err} })
+			if tc.kind != nil {
+				if !errors.Is(r.err, tc.kind) {
+					t.Errorf("OpenLock = %v, want %v", r.err, tc.kind)
+				}
+				if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+					t.Error("a link was followed: its target exists")
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatalf("OpenLock = %v", r.err)
+			}
+			defer r.f.Close()
+			fi, err := r.f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got&0o077 != 0 {
+				t.Errorf("lock file mode %04o, want 0600", got)
+			}
+		})
+	}
+}
