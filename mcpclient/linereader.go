@@ -38,6 +38,7 @@ type lineReader struct {
 	r       *bufio.Reader
 	max     int
 	skipped func(string)
+	sized   func(int) // Options.MessageSize; nil: none
 	logger  *slog.Logger
 	server  string
 	now     func() time.Time
@@ -84,6 +85,7 @@ func newLineReader(f *os.File, opts *Options) *lineReader {
 		r:       bufio.NewReaderSize(f, 64<<10),
 		max:     opts.MaxLineBytes,
 		skipped: opts.Handlers.SkippedLine,
+		sized:   opts.MessageSize,
 		logger:  opts.Logger,
 		server:  opts.Name,
 		now:     now,
@@ -178,6 +180,11 @@ func (l *lineReader) next() (line []byte, owned bool, err error) {
 			l.report(truncate(line, reportBytes))
 		}
 		return nil, false, nil
+	}
+	if l.sized != nil {
+		// Told of a JSON line only: the others stream by, kept no more
+		// than reportBytes of.
+		l.sized(len(l.line))
 	}
 	line = bytes.TrimSpace(l.line)
 	if !json.Valid(line) {

@@ -133,3 +133,42 @@ func TestLongLineBufferReleased(t *testing.T) {
 	}
 	runtime.KeepAlive(c)
 }
+
+// TestMessageSizeTold: Options.MessageSize hears of each message the
+// server wrote, a large result included, and not of the lines that are
+// not JSON (they stream by, never held whole): the sidecar returns a
+// large message's memory to the OS on it.
+func TestMessageSizeTold(t *testing.T) {
+	const result = 1 << 20
+	var mu sync.Mutex
+	var sizes []int
+	c := connect(t, Options{
+		Config: fixture.Config("fx", fixture.Spec{Raw: &fixture.RawSpec{ResultBytes: result, NonJSONLines: 3}}),
+		MessageSize: func(n int) {
+			mu.Lock()
+			sizes = append(sizes, n)
+			mu.Unlock()
+		},
+	})
+	res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	large := 0
+	for _, n := range sizes {
+		if n >= result {
+			large++
+		}
+		if n < len(`{}`) {
+			t.Errorf("told of a message of %d bytes", n)
+		}
+	}
+	if large != 1 || len(res) < result {
+		t.Errorf("told of %d messages of at least %d bytes (of %v), want 1: the result of %d bytes", large, result, sizes, len(res))
+	}
+	if len(sizes) < 2 {
+		t.Errorf("told of %d messages, want the handshake's too", len(sizes))
+	}
+}

@@ -55,6 +55,12 @@ type Options struct {
 	// MaxLineBytes bounds one message from the server: a stdout line, an
 	// HTTP body or SSE event (default 64 MiB).
 	MaxLineBytes int
+	// MessageSize, when set, is told the size in bytes of each message
+	// read from the server (a stdout line; over HTTP, a response's result
+	// or a message's params): the sidecar returns a large message's memory
+	// to the OS on it (internal/memrelease). It is called on the
+	// connection's read loop and must return at once. Nil: none.
+	MessageSize func(n int)
 	// Reaper registers the server process, when the sidecar serves the
 	// host protocol (nil otherwise): see internal/process/reaper.
 	Reaper *reaper.Reaper

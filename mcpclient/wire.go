@@ -426,6 +426,7 @@ func (w *wire) readConn(ctx context.Context, conn mcp.Connection) error {
 		if err != nil {
 			return err
 		}
+		w.c.messageSize(msg)
 		w.dispatchMu.Lock()
 		w.dispatch(msg)
 		w.dispatchMu.Unlock()

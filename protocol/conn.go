@@ -69,13 +69,13 @@ type ConnOptions struct {
 	// not cancel: the cancel is ignored and the request answered as usual
 	// (LSP lets a server decline a cancellation).
 	Uncancellable []string
-	// ReleaseMemoryAbove, when positive, makes the Conn return the memory
-	// the Go runtime holds free to the OS (runtime/debug.FreeOSMemory) a
-	// second after it read or wrote a frame, or was given a raw result, of
-	// at least this many bytes, and at most once every ten seconds: the
-	// memory a large payload took otherwise stays with the process for
-	// minutes. It acts on the whole process: the program decides.
-	ReleaseMemoryAbove int64
+	// FrameSize, when set, is told the size in bytes of every frame read,
+	// of every frame written (once as it is handed to be written, once
+	// when it was), and of every raw result given to Reply: the program
+	// returns a large payload's memory to the OS on it (the sidecar's
+	// internal/memrelease), having seen its end. It is called from the
+	// read loop and the writers, and must return at once.
+	FrameSize func(n int)
 }
 
 // ErrClosed is returned by calls that were waiting when the connection
@@ -165,7 +165,7 @@ type Conn struct {
 	callSeq atomic.Uint64
 	readErr atomic.Pointer[error]
 
-	rel *releaser // nil unless ConnOptions.ReleaseMemoryAbove is set
+	frameSize func(n int) // ConnOptions.FrameSize, or one that does nothing
 
 	hold holdQueue // what waits for the peer to read (hold.go)
 }
@@ -199,8 +199,11 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = peerlog.Limit(c.log)
-	c.rel = newReleaser(opts.ReleaseMemoryAbove)
-	c.out.sized = c.rel.note
+	c.frameSize = opts.FrameSize
+	if c.frameSize == nil {
+		c.frameSize = func(int) {}
+	}
+	c.out.sized = c.frameSize
 	c.calls = newCalls(c)
 	return c
 }
@@ -256,7 +259,6 @@ func (c *Conn) Done() <-chan struct{} { return c.calls.DisconnectNotify() }
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closing)
-		c.rel.close()
 	})
 	if err := c.calls.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		return err
@@ -404,7 +406,7 @@ func (c *Conn) finish(id json.RawMessage) bool {
 func (c *Conn) Reply(id json.RawMessage, result any) error {
 	raw, isRaw := result.(json.RawMessage)
 	if isRaw {
-		c.rel.note(len(raw)) // whether it is written or dropped
+		c.frameSize(len(raw)) // whether it is written or dropped
 	}
 	if !c.finish(id) {
 		return ErrNotInFlight

@@ -332,10 +332,12 @@ func quote(b []byte) string {
 // the peer's new requests wait to be handled (hold.go), and Notify and
 // calls wait, until it is back at half.
 type frameWriter struct {
-	w     io.Writer
-	bufs  sync.Pool // *bytes.Buffer
-	out   *outbox.Outbox
-	sized func(n int) // is told each frame's size; set before use
+	w    io.Writer
+	bufs sync.Pool // *bytes.Buffer
+	out  *outbox.Outbox
+	// sized is told each frame's size as it is handed over and once it
+	// was written; set before use.
+	sized func(n int)
 }
 
 // The outbox's limit: past either, the peer is taken to not read.
@@ -557,11 +559,16 @@ func appendValidUTF8(dst, src []byte) []byte {
 
 // writeOut writes parts; the outbox's one writer calls it.
 func (fw *frameWriter) writeOut(parts [][]byte) error {
+	n := 0
 	for _, p := range parts {
 		if _, err := fw.w.Write(p); err != nil {
 			return fmt.Errorf("writing message: %w", err)
 		}
+		n += len(p)
 	}
+	// The end of a large frame's life, as far as the writer goes: a
+	// release of its memory must come after it.
+	fw.sized(n)
 	return nil
 }
 

@@ -37,7 +37,7 @@ func (c *Conn) readResponse() (response, error) {
 		if err != nil {
 			return response{}, err
 		}
-		c.rel.note(len(f.body))
+		c.frameSize(len(f.body))
 		var resp response
 		var ok bool
 		if f.oversize > 0 {

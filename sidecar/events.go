@@ -45,6 +45,11 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 		// Its stderr is scrubbed as it is read, across the reader's chunks.
 		Secrets: sc.secrets(),
 
+		// A large message's memory goes back to the OS, whether or not
+		// it reaches the host as a large frame (a result cut to its
+		// limit does not).
+		MessageSize: srv.mem.Note,
+
 		MaxServerRequests: env.maxServerRequests,
 		Reaper:            srv.opts.Reaper,
 		Background:        sc.background,

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/memrelease"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
@@ -68,6 +69,9 @@ type Hooks struct {
 	// the state table (serverStates) does not have; the test harness
 	// fails the test then.
 	BadTransition func(session, server, from, to string)
+	// Memory replaces the options of the server's memory releaser: its
+	// clock, its timers and what a release does.
+	Memory *memrelease.Options
 }
 
 // WithHooks returns opts with h installed.
@@ -90,6 +94,7 @@ func WithHooks(opts Options, h Hooks) Options {
 		resourceUpdateSending: h.ResourceUpdateSending,
 		searchIndexed:         h.SearchIndexed,
 		badTransition:         h.BadTransition,
+		memory:                h.Memory,
 	}
 	return opts
 }

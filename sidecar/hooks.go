@@ -3,6 +3,7 @@ package sidecar
 import (
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/memrelease"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
@@ -65,6 +66,9 @@ type testHooks struct {
 	// badTransition is called, under the server's lock, when a server's
 	// state changes along a move serverStates does not have (a bug).
 	badTransition func(session, server, from, to string)
+	// memory replaces the options of the server's memory releaser (its
+	// clock, timers and release).
+	memory *memrelease.Options
 }
 
 // hook returns the server's test hooks (the zero value in production).

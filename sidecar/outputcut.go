@@ -18,30 +18,125 @@ type member struct {
 	value json.RawMessage
 }
 
-// objectMembers reads the members of the JSON object raw, in order.
+// objectMembers reads the members of the JSON object raw, in order, each
+// value a slice of raw. A result cut to its limit is large (tens of MB):
+// encoding/json would copy it into its decoder's buffer, growing, and copy
+// every value out again, several times the result in memory at once.
 func objectMembers(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
+	if !json.Valid(raw) {
+		return nil, errors.New("not valid JSON")
 	}
 	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	err := eachElement(raw, '{', func(key, value []byte) error {
+		var k string
+		if err := json.Unmarshal(key, &k); err != nil {
+			return err
 		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
+		out = append(out, member{k, value})
+		return nil
+	})
+	return out, err
+}
+
+// arrayElements reads the elements of the JSON array raw, each a slice
+// of raw; raw is valid JSON (a member objectMembers read). null is no
+// elements, as json.Unmarshal reads it.
+func arrayElements(raw []byte) ([]json.RawMessage, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var out []json.RawMessage
+	err := eachElement(raw, '[', func(_, value []byte) error {
+		out = append(out, value)
+		return nil
+	})
+	return out, err
+}
+
+// eachElement calls f with each member (key and value) of the object or
+// each element (value) of the array raw, which is valid JSON; open is
+// '{' or '['. Values are found by their extent, not decoded.
+func eachElement(raw []byte, open byte, f func(key, value []byte) error) error {
+	i := skipSpaces(raw, 0)
+	if i >= len(raw) || raw[i] != open {
+		if open == '{' {
+			return errors.New("not a JSON object")
 		}
-		out = append(out, member{key, v})
+		return errors.New("not a JSON array")
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
+	for i = skipSpaces(raw, i+1); i < len(raw) && raw[i] != '}' && raw[i] != ']'; i = skipSpaces(raw, i) {
+		var key []byte
+		if open == '{' {
+			end := jsonValueEnd(raw, i)
+			key = raw[i:end]
+			i = skipSpaces(raw, end) + 1 // past the colon
+			i = skipSpaces(raw, i)
+		}
+		end := jsonValueEnd(raw, i)
+		if err := f(key, raw[i:end]); err != nil {
+			return err
+		}
+		if i = skipSpaces(raw, end); i < len(raw) && raw[i] == ',' {
+			i++
+		}
 	}
-	return out, nil
+	return nil
+}
+
+func skipSpaces(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// jsonValueEnd is the index just past the valid JSON value at b[i].
+// Strings are crossed from quote to quote, as a result's strings are
+// most of its bytes.
+func jsonValueEnd(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			i = jsonStringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return i
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'):
+			return i // the end of a number or a literal
+		}
+		i++
+	}
+	return i
+}
+
+// jsonStringEnd is the index just past the string at b[i] (a quote).
+func jsonStringEnd(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		q := j + k
+		n := 0 // backslashes before the quote: an odd run escapes it
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
 }
 
 // toolResult is a CallToolResult read for counting and cutting.
@@ -79,8 +174,8 @@ func parseToolResult(raw []byte) (*toolResult, error) {
 	for _, m := range members {
 		switch m.key {
 		case "content":
-			var blocks []json.RawMessage
-			if err := json.Unmarshal(m.value, &blocks); err != nil {
+			blocks, err := arrayElements(m.value)
+			if err != nil {
 				return nil, fmt.Errorf("content: %w", err)
 			}
 			hasContent = true

@@ -90,6 +90,8 @@ func (c *sentCall) limitElsewhere(raw json.RawMessage) bool {
 	raw = bytes.Clone(raw) // the line it is a slice of is reused once CallEnded returns
 	go func() {
 		c.answer(c.s.limitToolOutput(tc.sc, tc.bound.Name, toolWords(tc.bound), raw), nil)
+		// raw and its copies are dropped: their memory can go back.
+		c.s.mem.Note(len(raw))
 	}()
 	return true
 }
@@ -140,6 +142,11 @@ func (s *Server) limitToolOutput(sc *serverConn, tool, what string, raw json.Raw
 			out = raw
 		}
 	}()
+	// A result this large that does not reach the host whole leaves no
+	// large host frame behind it: the copies made here (the result read,
+	// its text, the file's content) must be released all the same, once
+	// they are dropped.
+	defer s.mem.Note(len(raw))
 	res, err := parseToolResult(raw)
 	if err != nil {
 		// Not a result this can cut (a server's malformed JSON, or no

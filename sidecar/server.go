@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/memrelease"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/launcherprobe"
@@ -97,6 +98,12 @@ type Server struct {
 	// deadlines times out the tool calls sent from the read loop.
 	deadlines callDeadlines
 
+	// mem returns a large payload's memory to the OS: told of the host's
+	// frames, the servers' messages and the results cut to their limit
+	// (outputlimit.go), so that a large result is followed by a release
+	// whichever way it went.
+	mem *memrelease.Releaser
+
 	exitCode atomic.Int32
 	done     chan struct{}
 	doneOnce sync.Once
@@ -123,7 +130,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) int {
 		Uncancellable: []string{protocol.MethodInitialize},
 		// A large result's memory goes back to the OS once it was
 		// relayed, rather than staying with the process for minutes.
-		ReleaseMemoryAbove: releaseMemoryAbove,
+		FrameSize: s.mem.Note,
 	})
 	served := make(chan struct{})
 	go func() {
@@ -166,6 +173,11 @@ func newServer(ctx context.Context, opts Options) *Server {
 		logLimiter: newLogLimiter(50, 200),
 		done:       make(chan struct{}),
 	}
+	mem := memrelease.Options{Above: releaseMemoryAbove}
+	if h := s.hook().memory; h != nil {
+		mem = *h
+	}
+	s.mem = memrelease.New(mem)
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.exitCode.Store(1)
 	return s
@@ -202,13 +214,15 @@ func (s *Server) stop() {
 		env.auth.Close() // flows waiting for a user end with the host
 	}
 	s.conn.Close()
+	s.mem.Close()
 }
 
 // replyGrace bounds how long stop waits for the last replies.
 const replyGrace = 5 * time.Second
 
-// releaseMemoryAbove is the size of a message to or from the host after
-// which the sidecar returns free memory to the OS (protocol.ConnOptions).
+// releaseMemoryAbove is the size of a payload (a message to or from the
+// host or a server, a result cut to its limit) after which the sidecar
+// returns free memory to the OS (internal/memrelease).
 const releaseMemoryAbove = 8 << 20
 
 // writeOnly hides the Close of a writer.
