@@ -73,7 +73,10 @@ func TestPeerBehindStillAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if logs.count("does not read") == 0 {
+	// The pause is logged just after it begins, on the read loop.
+	select {
+	case <-logs.matched:
+	case <-time.After(30 * time.Second):
 		t.Error("the pause was not logged")
 	}
 	// Now: one more request, the answer to the call, and the
@@ -85,18 +88,19 @@ func TestPeerBehindStillAnswered(t *testing.T) {
 			frameOf(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"last"}}`))
 		wrote <- err
 	}()
+	// The Conn reads all three while the peer still reads nothing: the
+	// write ends. (The call itself may not return yet: the goroutine that
+	// made it may be the one writing the outbox's answers to the peer,
+	// which waits for the peer to read.)
 	hangGuard := time.NewTimer(30 * time.Second)
 	defer hangGuard.Stop()
 	select {
-	case err := <-called:
+	case err := <-wrote:
 		if err != nil {
-			t.Fatalf("the call: %v", err)
+			t.Fatal(err)
 		}
 	case <-hangGuard.C:
-		t.Fatal("the call was never answered: the Conn stopped reading the peer that does not read")
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
+		t.Fatal("the answer and the cancellation were never read: the Conn stopped reading the peer that does not read")
 	}
 
 	// The peer reads now: every request is answered once, the cancelled
@@ -118,6 +122,14 @@ func TestPeerBehindStillAnswered(t *testing.T) {
 		if n != 1 {
 			t.Errorf("request %s answered %d times", id, n)
 		}
+	}
+	select {
+	case err := <-called:
+		if err != nil {
+			t.Errorf("the call: %v", err)
+		}
+	case <-hangGuard.C:
+		t.Fatal("the call never returned after the peer read")
 	}
 	if !strings.Contains(lastAnswer, "-32800") {
 		t.Errorf("the cancelled request's answer: error %s, want -32800", lastAnswer)
