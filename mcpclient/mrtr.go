@@ -57,7 +57,7 @@ var ErrTooManyRounds = errors.New("too many rounds of input requests")
 // before it may be large.
 func resultType(result []byte) string {
 	at := bytes.Index(result, []byte(`"resultType"`))
-	if at < 0 && bytes.Index(result, []byte(`\u`)) < 0 {
+	if at < 0 && !bytes.Contains(result, []byte(`\u`)) {
 		return ""
 	}
 	// Where its name first appears says from which end to read.
