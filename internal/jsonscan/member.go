@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Member returns the value of the member name of the object that the
@@ -214,6 +215,10 @@ func maySpell(text []byte, name string) bool {
 		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
 			return true
 		}
+	}
+	// Bytes that are not UTF-8 read as U+FFFD, as encoding/json reads them.
+	if strings.ContainsRune(name, utf8.RuneError) {
+		return true
 	}
 	if bytes.Contains(text, []byte(`"`+name+`"`)) {
 		return true
