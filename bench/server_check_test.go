@@ -79,6 +79,27 @@ func TestBenchServerStormAndList(t *testing.T) {
 	if got, want := strings.Join(names, ","), "echo,blob,storm,stats,version_5,tool_0,tool_1,tool_2"; got != want {
 		t.Errorf("tools/list = %s, want %s", got, want)
 	}
+	// A method it does not know (server/discover, the 2026-07-28
+	// handshake's probe) gets a JSON-RPC error a client can read, so the
+	// client falls back to initialize at once instead of waiting out its
+	// probe.
+	send(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`)
+	if !lines.Scan() {
+		t.Fatal(lines.Err())
+	}
+	var unknown struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(lines.Bytes(), &unknown); err != nil {
+		t.Fatalf("server/discover answered %s: %v", lines.Bytes(), err)
+	}
+	if unknown.ID != 3 || unknown.Error.Code != -32601 || !strings.Contains(unknown.Error.Message, `"server/discover"`) {
+		t.Errorf("server/discover answered %s, want error -32601 naming the method", lines.Bytes())
+	}
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Error(err)

@@ -184,7 +184,8 @@ func (s *benchServer) handle(msg *inbound) {
 	case "tools/call":
 		s.call(msg)
 	default:
-		s.write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method %q not found"}}`+"\n", msg.ID, msg.Method))
+		m, _ := json.Marshal(fmt.Sprintf("method %q not found", msg.Method)) // a string: cannot fail
+		s.write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`+"\n", msg.ID, m))
 	}
 }
 

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
@@ -268,131 +266,4 @@ func (s *Server) serversLogout(ctx context.Context, rq *request) (result, error)
 		return result{}, protocol.NewError(protocol.CodeInternalError, protocol.KindInternal, fmt.Sprintf("server %q: logout: %v", sc.name, err)).WithServer(sc.name, "")
 	}
 	return result{value: protocol.LogoutResult{Removed: removed}}, nil
-}
-
-// startBudget is one startup's startup_timeout_sec and its start slot.
-// While the user authorizes the server in a browser (a flow this startup
-// started and the host presented), the clock stops and the slot is lent
-// to other startups: a person's minutes are not the server's slowness.
-type startBudget struct {
-	ctx    context.Context
-	sem    *semaphore.Weighted
-	expire func()
-
-	mu      sync.Mutex
-	timer   *time.Timer
-	left    time.Duration
-	since   time.Time
-	paused  bool
-	holds   bool // holds a start slot
-	stopped bool // the startup ended
-	// joined: the startup waits for another startup's authorization;
-	// expiredJoined: it did when the time ran out.
-	joined, expiredJoined bool
-}
-
-// newStartBudget starts a clock of timeout that calls expire.
-func newStartBudget(ctx context.Context, sem *semaphore.Weighted, timeout time.Duration, expire func()) *startBudget {
-	b := &startBudget{ctx: ctx, sem: sem, expire: expire, left: timeout, since: time.Now()}
-	b.timer = time.AfterFunc(timeout, b.fire)
-	return b
-}
-
-// acquire takes a start slot.
-func (b *startBudget) acquire() error {
-	if err := b.sem.Acquire(b.ctx, 1); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.holds = true
-	b.mu.Unlock()
-	return nil
-}
-
-// release gives the slot back, if held.
-func (b *startBudget) release() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.holds {
-		b.holds = false
-		b.sem.Release(1)
-	}
-}
-
-// stop ends the budget: the clock stops, the slot goes back, and a later
-// flow of the same connection (a call that needs authorization again) no
-// longer touches either.
-func (b *startBudget) stop() {
-	b.release()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.stopped = true
-	b.timer.Stop()
-}
-
-// waitingForUser pauses (true) and resumes (false) the budget.
-func (b *startBudget) waitingForUser(waiting bool) {
-	b.mu.Lock()
-	if b.stopped || waiting == b.paused {
-		b.mu.Unlock()
-		return
-	}
-	b.paused = waiting
-	if waiting {
-		if b.timer.Stop() {
-			b.left -= time.Since(b.since)
-		}
-		lent := b.holds
-		b.holds = false
-		b.mu.Unlock()
-		if lent {
-			b.sem.Release(1)
-		}
-		return
-	}
-	b.mu.Unlock()
-	got := b.sem.Acquire(b.ctx, 1) == nil
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if got {
-		if b.stopped {
-			b.sem.Release(1)
-		} else {
-			b.holds = true
-		}
-	}
-	if b.stopped {
-		return
-	}
-	b.since = time.Now()
-	b.timer = time.AfterFunc(max(b.left, 0), b.fire)
-}
-
-// waitingForAnother notes (true) and unnotes (false) that the startup
-// waits for an authorization another startup is presenting.
-func (b *startBudget) waitingForAnother(waiting bool) {
-	b.mu.Lock()
-	b.joined = waiting
-	b.mu.Unlock()
-}
-
-// fire ends the budget's time, noting what the startup was waiting for.
-func (b *startBudget) fire() {
-	b.mu.Lock()
-	b.expiredJoined = b.joined
-	b.mu.Unlock()
-	b.expire()
-}
-
-// describeExpiry is why a startup that timed out was still waiting when
-// it waited for a flow another startup is presenting, "" otherwise. What
-// the server answered before (a 401) is no news then, and its advice (a
-// bearer token variable) is wrong for a server that does OAuth.
-func (b *startBudget) describeExpiry() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.expiredJoined {
-		return "it was waiting for an authorization in progress in another session"
-	}
-	return ""
 }

@@ -43,6 +43,12 @@ type Hooks struct {
 	// AuthorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	AuthorizationJoined func(url string)
+	// StartupSlotWait is called when a startup of server has to wait for
+	// a start slot (limits.maxConcurrentStarts), before it waits.
+	StartupSlotWait func(session, server string)
+	// StartupClock is called when the startup_timeout_sec clock of a
+	// startup of server starts: once it has its slot, again after a pause.
+	StartupClock func(session, server string)
 	// Connecting is called with the options of each connection of
 	// server, just before it connects.
 	Connecting func(session, server string, opts mcpclient.Options)
@@ -88,6 +94,8 @@ func WithHooks(opts Options, h Hooks) Options {
 		teardown:            h.Teardown,
 		toolCallSent:        h.ToolCallSent,
 		connecting:          h.Connecting,
+		startupSlotWait:     h.StartupSlotWait,
+		startupClock:        h.StartupClock,
 		toolCallBound:       h.ToolCallBound,
 
 		resourceUpdateQueued:  h.ResourceUpdateQueued,

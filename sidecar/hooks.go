@@ -42,6 +42,12 @@ type testHooks struct {
 	// authorizationJoined is called when a connection begins to wait for
 	// an OAuth flow (of the server at url) another connection started.
 	authorizationJoined func(url string)
+	// startupSlotWait is called when a startup has to wait for a start
+	// slot (limits.maxConcurrentStarts), before it waits.
+	startupSlotWait func(session, server string)
+	// startupClock is called when a startup's startup_timeout_sec clock
+	// starts: once it has its slot, and again after a pause.
+	startupClock func(session, server string)
 	// connecting is called with the options of each connection, just
 	// before it connects.
 	connecting func(session, server string, opts mcpclient.Options)
@@ -85,4 +91,17 @@ func (s *Server) now() time.Time {
 		return now()
 	}
 	return time.Now()
+}
+
+// budgetHooks are the start budget's seams for sc (none in production).
+func (sc *serverConn) budgetHooks() budgetHooks {
+	h := sc.sess.srv.hook()
+	var b budgetHooks
+	if f := h.startupSlotWait; f != nil {
+		b.slotWait = func() { f(sc.sess.id, sc.name) }
+	}
+	if f := h.startupClock; f != nil {
+		b.clock = func() { f(sc.sess.id, sc.name) }
+	}
+	return b
 }

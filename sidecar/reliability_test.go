@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -32,6 +33,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -564,16 +566,76 @@ func TestCacheFilesPrivateAndSecretFree(t *testing.T) {
 	}
 }
 
+// TestQueuedStartupClock: a startup that waits for a start slot
+// (limits.maxConcurrentStarts) has no startup_timeout_sec clock running
+// until it gets one, so a server queued behind slow ones is not failed for
+// their slowness (in one session of 100 servers, every server after the
+// first dozen failed so). One slot: whichever server connects first holds
+// it, blocked in the connecting hook, until the other has begun to wait
+// for it; by then only the holder's clock may have started. Once
+// released, both become ready.
+func TestQueuedStartupClock(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		holder  string
+		clocks  []string
+		release = make(chan struct{})
+		holding = make(chan string, 1)
+		queued  = make(chan string, 1)
+	)
+	h := newHookedHarness(t, sidecar.Hooks{
+		Connecting: func(_, server string, _ mcpclient.Options) {
+			mu.Lock()
+			first := holder == ""
+			if first {
+				holder = server
+			}
+			mu.Unlock()
+			if first {
+				holding <- server
+				<-release
+			}
+		},
+		StartupSlotWait: func(_, server string) { queued <- server },
+		StartupClock: func(_, server string) {
+			mu.Lock()
+			defer mu.Unlock()
+			clocks = append(clocks, server)
+		},
+	})
+	cfgs := map[string]*config.ServerConfig{
+		"a": fixture.Config("a", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}}),
+		"b": fixture.Config("b", fixture.Spec{Tools: []fixture.ToolSpec{tool("echo", "echo")}}),
+	}
+	h.initialize(cfgs, map[string]any{"limits": map[string]any{"maxConcurrentStarts": 1}})
+	sid := h.open(map[string]any{"startup": "eager"}).SessionID
+	holds, waiting := <-holding, <-queued
+	mu.Lock()
+	got, want := slices.Clone(clocks), []string{holds}
+	mu.Unlock()
+	close(release)
+	if waiting == holds {
+		t.Fatalf("server %q both holds the slot and waits for it", holds)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("clocks started while %q waits for the slot (-want +got):\n%s", waiting, diff)
+	}
+	if c := h.waitComplete(sid, 0); len(c.Ready) != 2 {
+		t.Fatalf("startup: %d ready, failed %+v", len(c.Ready), c.Failed)
+	}
+}
+
 // TestConcurrentStartsBounded configures 24 servers with
 // maxConcurrentStarts 4 (100 with 8 when MCP_SIDECAR_SOAK=1 asks for the
 // long run). Each server is started through sh, which appends "start
 // <pid>" to a shared log and execs the fixture, which appends
 // "server/discover <pid>" (or "initialize <pid>") to the same log when the
 // handshake arrives. Both lines fall inside the startup slot (taken before
-// the spawn, given back after the handshake's answer), so replaying the log never shows more than the limit
-// of servers between the two. Waiting for a slot counts against a
-// server's startup_timeout_sec, which is generous here: a loaded machine
-// may take long to start them all.
+// the spawn, given back after the handshake's answer), so replaying the
+// log never shows more than the limit of servers between the two. Waiting
+// for a slot does not count against a server's startup_timeout_sec
+// (TestQueuedStartupClock); it is generous all the same, for a loaded
+// machine.
 func TestConcurrentStartsBounded(t *testing.T) {
 	servers, limit := soakOr(24, 100), soakOr(4, 8)
 	log := tempFile(t, "starts")

@@ -174,7 +174,7 @@ func (sc *serverConn) start(a *startAttempt) {
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	defer cancel(nil)
 	defer a.cancel(nil) // the connection, if any, lives on without it
-	budget := newStartBudget(ctx, sess.env.startSem, timeout, func() { cancel(errStartupTimeout) })
+	budget := newStartBudget(ctx, sess.env.startSem, timeout, func() { cancel(errStartupTimeout) }, sc.budgetHooks())
 	defer budget.stop()
 
 	conn, tools, err := sc.connectAndList(ctx, a, budget)
