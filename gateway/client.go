@@ -124,7 +124,7 @@ func (c *client) attach(ss *mcp.ServerSession) {
 		c.mu.Lock()
 		c.ss = ss
 		c.mu.Unlock()
-		c.host.attach(c)
+		c.host.attach(c, ss.ID())
 		go func() {
 			_ = ss.Wait()
 			c.close(context.Background())

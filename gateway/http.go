@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -42,7 +43,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	// protocol version and stands alone. One client serves them all.
 	shared := g.newClient(host)
 	shared.shared = true
-	host.attach(shared)
+	host.attach(shared, "")
 	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
 		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
 	mux := http.NewServeMux()
@@ -50,6 +51,15 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
 			sessionless.ServeHTTP(w, r)
 			return
+		}
+		if r.Method == http.MethodDelete {
+			// go-sdk closes the session once its requests in flight have
+			// returned: the client's calls end first, cancelled, so that
+			// a client leaving mid-call does not wait for them, nor keep
+			// them running at the servers.
+			if c := host.clientOf(r.Header.Get("Mcp-Session-Id")); c != nil {
+				c.close(context.WithoutCancel(r.Context()))
+			}
 		}
 		sessions.ServeHTTP(w, r)
 	}))

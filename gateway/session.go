@@ -33,6 +33,9 @@ type hostSession struct {
 
 	mu      sync.Mutex
 	clients []*client // attached, oldest first
+	// byMCPSession are the clients by their MCP session id (HTTP's
+	// Mcp-Session-Id).
+	byMCPSession map[string]*client
 	// flights are the calls in flight of the clients, oldest first: who
 	// a server's request goes to (route).
 	flights []*flight
@@ -56,7 +59,7 @@ type flight struct {
 }
 
 func (g *Gateway) newHostSession(shared bool) *hostSession {
-	return &hostSession{g: g, shared: shared, subs: map[subKey][]*client{}, elicitations: map[subKey]*client{}}
+	return &hostSession{g: g, shared: shared, subs: map[subKey][]*client{}, elicitations: map[subKey]*client{}, byMCPSession: map[string]*client{}}
 }
 
 // session opens the host session at its first use.
@@ -124,10 +127,20 @@ func (h *hostSession) serverList() []string {
 	return h.servers
 }
 
-func (h *hostSession) attach(c *client) {
+func (h *hostSession) attach(c *client, mcpSession string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clients = append(h.clients, c)
+	if mcpSession != "" {
+		h.byMCPSession[mcpSession] = c
+	}
+}
+
+// clientOf is the client of an MCP session id, nil if none.
+func (h *hostSession) clientOf(mcpSession string) *client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.byMCPSession[mcpSession]
 }
 
 // detach forgets a client that ended: its subscriptions go, and a host
@@ -135,6 +148,11 @@ func (h *hostSession) attach(c *client) {
 func (h *hostSession) detach(ctx context.Context, c *client) {
 	h.mu.Lock()
 	h.clients = without(h.clients, c)
+	for id, bc := range h.byMCPSession {
+		if bc == c {
+			delete(h.byMCPSession, id)
+		}
+	}
 	var last []subKey
 	for k, cs := range h.subs {
 		if !contains(cs, c) {
