@@ -271,3 +271,73 @@ func TestHTTPServerRequestReachesCaller(t *testing.T) {
 		t.Errorf("server processes %v, want 1", pids)
 	}
 }
+
+// TestHTTPSubscriptionsShared: two clients subscribed to a resource of
+// the server they share make one subscription at the server; an update
+// reaches both; the subscription ends at the server when the last
+// subscriber leaves, not before.
+func TestHTTPSubscriptionsShared(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events")
+	g := start(t, setup{servers: map[string]any{"alpha": server(fixture.Spec{
+		EventsFile:    events,
+		Tools:         []fixture.ToolSpec{tool("update", fixture.BehaviorUpdate)},
+		Resources:     []fixture.ResourceSpec{{URI: "alpha://readme", Name: "readme", Text: "x"}},
+		Subscriptions: true,
+	})}})
+	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	updated := map[string]chan string{}
+	clients := map[string]*mcp.ClientSession{}
+	for _, name := range []string{"a", "b"} {
+		ch := make(chan string, 10)
+		updated[name] = ch
+		clients[name] = httpClient(t, srv.URL, legacy, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			ch <- r.Params.URI
+		}})
+		if _, err := clients[name].ListResources(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := clients[name].Subscribe(ctx, &mcp.SubscribeParams{URI: "alpha://readme"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"subscribe alpha://readme"}, fixture.ReadLines(events)); diff != "" {
+		t.Errorf("server events after two subscriptions (-want +got):\n%s", diff)
+	}
+	if _, err := clients["a"].CallTool(ctx, &mcp.CallToolParams{Name: "update", Arguments: map[string]any{"uri": "alpha://readme"}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range updated {
+		select {
+		case uri := <-ch:
+			if uri != "alpha://readme" {
+				t.Errorf("%s: updated %q", name, uri)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("%s got no notifications/resources/updated", name)
+		}
+	}
+	if err := clients["a"].Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "alpha://readme"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"subscribe alpha://readme"}, fixture.ReadLines(events)); diff != "" {
+		t.Errorf("server events after one unsubscribed (-want +got):\n%s", diff)
+	}
+	// b, the last subscriber, ends its session: the gateway answers its
+	// DELETE once its subscriptions are gone.
+	del, err := http.NewRequest(http.MethodDelete, srv.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Header.Set("Mcp-Session-Id", clients["b"].ID())
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]string{"subscribe alpha://readme", "unsubscribe alpha://readme"}, fixture.ReadLines(events)); diff != "" {
+		t.Errorf("server events after the last subscriber left (-want +got):\n%s", diff)
+	}
+}
