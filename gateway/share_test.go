@@ -88,7 +88,7 @@ func TestHTTPOneProcessForAllClients(t *testing.T) {
 	if pids := serverPIDs(inits); len(pids) != 1 {
 		t.Fatalf("server processes %v for 3 clients, want 1: %q", pids, fixture.ReadLines(inits))
 	}
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 
 	// The first client leaves; the server goes on for the others.
 	if err := clients[0].Close(); err != nil {
