@@ -149,6 +149,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return c.callRounds(ctx, req, p, name, forget)
 	}
 	defer forget()
+	defer c.host.fly(&flight{c: c, ss: req.Session, server: c.serverOf(p)})()
 	var raw json.RawMessage
 	if err := c.call(ctx, protocol.MethodToolsCall, p, &raw); err != nil {
 		return toolError(ctx, err)
