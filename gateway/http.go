@@ -38,8 +38,8 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	// protocol version and stands alone. They share one host session.
 	shared := g.newClient()
 	shared.shared = true
-	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
-		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
+	sessionless := g.paramHeaders(shared, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
+		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true}))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
