@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,11 +38,13 @@ func (g *Gateway) paramHeaders(c *client, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err != nil {
-			// go-sdk reports the body it cannot read.
+		// At most go-sdk's bound is read here: a longer body goes on
+		// whole to go-sdk, which refuses it (413) without the gateway
+		// holding it.
+		body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		if err != nil || len(body) > mcp.DefaultMaxRequestBodyBytes {
+			// go-sdk reports the body it cannot read or take.
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -73,9 +76,71 @@ func (g *Gateway) paramHeaders(c *client, next http.Handler) http.Handler {
 	})
 }
 
+// readCloser reads the body's first bytes again, then the rest of it.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// headerCache holds the x-mcp-header declarations of the tools a client
+// called, so that a call costs the catalog lookups of its tool once per
+// catalog: a change of the session's catalog (the host's
+// tools/listChanged) empties it, and a lookup that overlapped a change is
+// not kept.
+type headerCache struct {
+	mu       sync.Mutex
+	gen      uint64
+	bindings map[string]mcpheader.Bindings
+}
+
+// forget empties the cache: the catalog changed.
+func (hc *headerCache) forget() {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.gen++
+	hc.bindings = nil
+}
+
+// get returns the declarations cached for name, and the cache's
+// generation to put a lookup's under.
+func (hc *headerCache) get(name string) (b mcpheader.Bindings, gen uint64, ok bool) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	b, ok = hc.bindings[name]
+	return b, hc.gen, ok
+}
+
+// put keeps the declarations of name looked up in generation gen, unless
+// the catalog changed since.
+func (hc *headerCache) put(name string, b mcpheader.Bindings, gen uint64) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.gen != gen {
+		return
+	}
+	if hc.bindings == nil {
+		hc.bindings = map[string]mcpheader.Bindings{}
+	}
+	hc.bindings[name] = b
+}
+
 // headerBindings are the x-mcp-header declarations of the tool a client
 // calls by name (qualified, or the server's own for a transparent proxy).
 func (c *client) headerBindings(ctx context.Context, name string) (mcpheader.Bindings, error) {
+	b, gen, ok := c.headers.get(name)
+	if ok {
+		return b, nil
+	}
+	b, err := c.lookUpBindings(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	c.headers.put(name, b, gen)
+	return b, nil
+}
+
+// lookUpBindings finds the declarations of the tool named in the catalog.
+func (c *client) lookUpBindings(ctx context.Context, name string) (mcpheader.Bindings, error) {
 	id, err := c.hostSession(ctx)
 	if err != nil {
 		return nil, err

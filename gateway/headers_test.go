@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/gateway"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // regionTool declares Mcp-Param-Region (SEP-2243), as go-sdk's conformance
@@ -118,4 +119,18 @@ func post2026(t *testing.T, url, tool, args string, extra map[string]string) (in
 		}
 	}
 	return resp.StatusCode, b
+}
+
+// TestParamHeadersBodyBound: a tools/call body past go-sdk's bound
+// (mcp.DefaultMaxRequestBodyBytes), which the header check reads only up
+// to that bound, still reaches go-sdk whole and is refused there (413).
+func TestParamHeadersBodyBound(t *testing.T) {
+	g := start(t, setup{servers: map[string]any{"alpha": server(fixture.Spec{Tools: []fixture.ToolSpec{regionTool}})}})
+	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	big := `{"region":"` + strings.Repeat("x", mcp.DefaultMaxRequestBodyBytes) + `"}`
+	status, body := post2026(t, srv.URL+"/mcp", "where", big, map[string]string{"Mcp-Param-Region": "x"})
+	if status != http.StatusRequestEntityTooLarge {
+		t.Errorf("HTTP %d, body %.200s; want 413", status, body)
+	}
 }
