@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/pipeio"
 )
 
 // lineReader is the server's stdout as go-sdk should see it: only lines
@@ -82,7 +83,7 @@ func newLineReader(f *os.File, opts *Options) *lineReader {
 	}
 	return &lineReader{
 		f:       f,
-		r:       bufio.NewReaderSize(f, 64<<10),
+		r:       bufio.NewReaderSize(pipeio.Reader(f), 64<<10), // raw read(2): see internal/pipeio
 		max:     opts.MaxLineBytes,
 		skipped: opts.Handlers.SkippedLine,
 		sized:   opts.MessageSize,
