@@ -27,8 +27,9 @@ func (c *Conn) readResponse() (response, error) {
 	for {
 		c.waitHeld()
 		f, err := c.in.next()
-		var he *headerError
-		if errors.As(err, &he) {
+		// errors.AsType rather than errors.As: a target variable would be
+		// allocated for every frame.
+		if he, ok := errors.AsType[*headerError](err); ok {
 			if err := c.answer(nil, CodeParseError, KindParseError, "invalid message header: "+he.msg); err != nil {
 				return response{}, err
 			}
