@@ -3,7 +3,6 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/pipeio"
 )
@@ -188,7 +188,7 @@ func (l *lineReader) next() (line []byte, owned bool, err error) {
 		l.sized(len(l.line))
 	}
 	line = bytes.TrimSpace(l.line)
-	if !json.Valid(line) {
+	if !jsonscan.Valid(line) { // encoding/json.Valid, in a third of its time
 		l.report(truncate(line, reportBytes))
 		line = nil
 	}

@@ -423,15 +423,10 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 		return ErrNotInFlight
 	}
 	defer c.answered()
-	// Large raw results go out without a copy; small ones are cheaper to
-	// copy than to write in three system calls.
-	write := c.out.write
-	if c.answering(id) {
-		write = c.out.writeLater
-	} else if isRaw && len(raw) > rawWriteThreshold {
-		return c.writeRawResult(id, raw)
-	}
-	return write(func(b *bytes.Buffer) error {
+	// fill is called before write or writeLater returns, and the two are
+	// called directly (not through a func variable), so that it needs no
+	// allocation.
+	fill := func(b *bytes.Buffer) error {
 		b.WriteString(`{"jsonrpc":"2.0","id":`)
 		b.Write(id)
 		b.WriteString(`,"result":`)
@@ -440,7 +435,16 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 		}
 		b.WriteByte('}')
 		return nil
-	})
+	}
+	// Large raw results go out without a copy; small ones are cheaper to
+	// copy than to write in three system calls.
+	switch {
+	case c.answering(id):
+		return c.out.writeLater(fill)
+	case isRaw && len(raw) > rawWriteThreshold:
+		return c.writeRawResult(id, raw)
+	}
+	return c.out.write(fill)
 }
 
 // writeRawResult writes a response around raw: the envelope's head, raw,

@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // Ids are opaque: a request's id is kept as the JSON text the peer wrote
@@ -14,7 +16,7 @@ func validIDText(raw []byte) bool {
 	if plainID(raw) {
 		return true
 	}
-	if len(raw) == 0 || !json.Valid(raw) {
+	if len(raw) == 0 || !jsonscan.Valid(raw) {
 		return false
 	}
 	c := raw[0]

@@ -61,7 +61,7 @@ func (c *Conn) classify(body []byte) (resp response, ok bool, err error) {
 	if i == len(body) {
 		return response{}, false, c.answer(nil, CodeParseError, KindParseError, "parse error: empty message body")
 	}
-	if !json.Valid(body) {
+	if !jsonscan.Valid(body) { // encoding/json.Valid, in a third of its time
 		msg := "parse error"
 		var raw json.RawMessage
 		if err := json.Unmarshal(body, &raw); err != nil {
