@@ -36,7 +36,11 @@ func connectionMetaKey(k string) bool {
 // one part for a small request, three (head, the arguments in place,
 // tail) for large arguments.
 func (c *Conn) encodeToolCall(id int64, call ToolCall) ([][]byte, error) {
-	head := make([]byte, 0, 256+len(c.meta))
+	size := 256 + len(c.meta)
+	if len(call.Arguments) <= rawWriteInPlace {
+		size += len(call.Arguments) // the line is built whole in head
+	}
+	head := make([]byte, 0, size)
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
 	head = strconv.AppendInt(head, id, 10)
 	head = append(head, `,"method":"tools/call","params":`...)

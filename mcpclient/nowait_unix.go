@@ -10,6 +10,9 @@ import "syscall"
 // full pipe answers EAGAIN at once. Errors are left to the blocking write
 // that sends the rest, which reports them.
 func (c *onceCloser) writeNoWait(b []byte) int {
+	if c.pipe != nil {
+		return c.pipe.WriteNoWait(b)
+	}
 	if c.raw == nil { // one writer at a time (lineConn.writing) gets here
 		rc, err := c.f.SyscallConn()
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/pipeio"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/proctree"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/redact"
@@ -140,7 +141,7 @@ func startProcess(opts *Options) (*process, error) {
 		// Whoever closes stdin first (go-sdk closing its connection, or
 		// stop), the tree is learnt before: a server that exits on EOF
 		// leaves its children to be re-parented, out of reach of the walk.
-		stdin:      &onceCloser{f: inW, beforeClose: tr.Update},
+		stdin:      &onceCloser{f: inW, pipe: pipeio.Open(inW), beforeClose: tr.Update},
 		stderr:     &ring{max: opts.StderrBytes},
 		stderrR:    errR,
 		stderrDone: make(chan struct{}),
@@ -291,14 +292,22 @@ func (p *process) readStderr(onLine func(string), logger *slog.Logger, secrets *
 // onceCloser closes the server's stdin once, whoever asks first (go-sdk on
 // session close, or stop), after running beforeClose.
 type onceCloser struct {
-	f           *os.File
-	raw         syscall.RawConn // f's, for writeNoWait; set on first use
+	f *os.File
+	// pipe writes f with raw system calls (internal/pipeio); nil where f
+	// is written as it is.
+	pipe        *pipeio.File
+	raw         syscall.RawConn // f's, for writeNoWait without pipe; set on first use
 	beforeClose func()
 	once        sync.Once
 	err         error
 }
 
-func (c *onceCloser) Write(b []byte) (int, error) { return c.f.Write(b) }
+func (c *onceCloser) Write(b []byte) (int, error) {
+	if c.pipe != nil {
+		return c.pipe.Write(b)
+	}
+	return c.f.Write(b)
+}
 func (c *onceCloser) Close() error {
 	c.closeNow()
 	return c.err

@@ -174,7 +174,8 @@ type Conn struct {
 type inflight struct {
 	id            json.RawMessage
 	cancel        context.CancelCauseFunc
-	uncancellable bool // $/cancelRequest leaves it alone
+	uncancellable bool           // $/cancelRequest leaves it alone
+	watcher       RequestWatcher // told when cancel is called with a cause (conn_watch.go)
 }
 
 // NewConn returns a connection reading the peer's frames from r and writing
@@ -352,6 +353,9 @@ func (c *Conn) cancelRequest(params json.RawMessage) {
 		return // answered already, never existed, or not to be cancelled
 	}
 	req.cancel(ErrRequestCancelled)
+	if req.watcher != nil {
+		tell([]RequestWatcher{req.watcher}, ErrRequestCancelled)
+	}
 	defer c.answered()
 	if err := c.writeError(req.id, NewError(CodeRequestCancelled, KindCancelled, "request cancelled"), true); err != nil {
 		c.log.Debug("cancellation not written", peerlog.Bytes("id", req.id), "err", err)
@@ -365,15 +369,22 @@ func (c *Conn) cancelInflight(cause error) {
 	c.mu.Lock()
 	c.ended = cause
 	var cancels []context.CancelCauseFunc
+	var watchers []RequestWatcher
 	for _, ids := range []map[string]inflight{c.numIDs, c.strIDs} {
-		for _, r := range ids {
+		for k, r := range ids {
 			cancels = append(cancels, r.cancel)
+			if r.watcher != nil {
+				watchers = append(watchers, r.watcher)
+				r.watcher = nil // told once
+				ids[k] = r
+			}
 		}
 	}
 	c.mu.Unlock()
 	for _, cancel := range cancels {
 		cancel(cause)
 	}
+	tell(watchers, cause)
 }
 
 // finish takes the request id out of flight; false if it was not in it.
@@ -412,15 +423,10 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 		return ErrNotInFlight
 	}
 	defer c.answered()
-	// Large raw results go out without a copy; small ones are cheaper to
-	// copy than to write in three system calls.
-	write := c.out.write
-	if c.answering(id) {
-		write = c.out.writeLater
-	} else if isRaw && len(raw) > rawWriteThreshold {
-		return c.writeRawResult(id, raw)
-	}
-	return write(func(b *bytes.Buffer) error {
+	// fill is called before write or writeLater returns, and the two are
+	// called directly (not through a func variable), so that it needs no
+	// allocation.
+	fill := func(b *bytes.Buffer) error {
 		b.WriteString(`{"jsonrpc":"2.0","id":`)
 		b.Write(id)
 		b.WriteString(`,"result":`)
@@ -429,7 +435,16 @@ func (c *Conn) Reply(id json.RawMessage, result any) error {
 		}
 		b.WriteByte('}')
 		return nil
-	})
+	}
+	// Large raw results go out without a copy; small ones are cheaper to
+	// copy than to write in three system calls.
+	switch {
+	case c.answering(id):
+		return c.out.writeLater(fill)
+	case isRaw && len(raw) > rawWriteThreshold:
+		return c.writeRawResult(id, raw)
+	}
+	return c.out.write(fill)
 }
 
 // writeRawResult writes a response around raw: the envelope's head, raw,

@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
 // Ids are opaque: a request's id is kept as the JSON text the peer wrote
@@ -11,11 +13,44 @@ import (
 
 // validIDText reports whether raw is the text of a JSON string or number.
 func validIDText(raw []byte) bool {
-	if len(raw) == 0 || !json.Valid(raw) {
+	if plainID(raw) {
+		return true
+	}
+	if len(raw) == 0 || !jsonscan.Valid(raw) {
 		return false
 	}
 	c := raw[0]
 	return c == '"' || c == '-' || isDigit(c)
+}
+
+// plainID reports whether raw is an id as hosts write them, checked
+// without a JSON scanner (the id is checked at every turn of a request):
+// a non-negative integer without leading zeros, or a string of printable
+// ASCII without escapes. false says nothing: json.Valid decides.
+func plainID(raw []byte) bool {
+	switch {
+	case len(raw) == 0 || len(raw) > 64:
+		return false
+	case raw[0] == '"':
+		if len(raw) < 2 || raw[len(raw)-1] != '"' {
+			return false
+		}
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	case raw[0] == '0':
+		return len(raw) == 1
+	default:
+		for _, c := range raw {
+			if !isDigit(c) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // An id in flight is kept under the key idSlot gives, so that the id a

@@ -79,7 +79,14 @@ func decodeString(name string, v []byte, dst *string) error {
 		*dst = string(v[1 : len(v)-1])
 		return nil
 	}
-	return json.Unmarshal(v, dst)
+	// Into a variable of its own: dst given to Unmarshal would move the
+	// caller's whole ToolsCallParams to the heap, for every call.
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return err
+	}
+	*dst = s
+	return nil
 }
 
 // decodeMeta decodes the meta object, its values as slices of v.

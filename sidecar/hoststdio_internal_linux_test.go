@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/pipeio"
 )
 
 // blockingPipe is a pipe as a host gives it to the sidecar: both ends in
@@ -42,10 +44,15 @@ func TestHostStdioPollable(t *testing.T) {
 	if err := rf.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("reopened input is not in the poller: %v", err)
 	}
-	wf, ok := w.(*os.File)
-	if !ok || wf == out {
-		t.Fatalf("writer %T was not reopened", w)
+	// Read and written with raw system calls (internal/pipeio).
+	if raw, ok := r.(*reopened).raw.(*pipeio.File); !ok || raw.OSFile() != r.(*reopened).File {
+		t.Errorf("reopened input is read through %T, want a *pipeio.File of it", r.(*reopened).raw)
 	}
+	wp, ok := w.(*pipeio.File)
+	if !ok || wp.OSFile() == out {
+		t.Fatalf("writer %T was not reopened and written through pipeio", w)
+	}
+	wf := wp.OSFile()
 	if err := wf.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("reopened output is not in the poller: %v", err)
 	}

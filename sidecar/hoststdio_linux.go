@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/pipeio"
 )
 
 // pollable returns, for a pipe of the host's (the sidecar's stdin or
@@ -51,25 +53,31 @@ func pollable(f any, flag int) (*os.File, bool) {
 }
 
 // hostStdio is r and w with their pipes reopened to be waited for in the
-// poller (pollable). The reader's Close closes the original too, as
-// closing the host's input did. done closes the reopened writer, once the
-// connection wrote its last frame (the original is the caller's).
+// poller (pollable), and read and written with raw system calls
+// (internal/pipeio: no wake of the runtime's monitor thread per call). The
+// reader's Close closes the original too, as closing the host's input did.
+// done closes the reopened writer, once the connection wrote its last
+// frame (the original is the caller's).
 func hostStdio(r io.Reader, w io.Writer) (io.Reader, io.Writer, func()) {
 	done := func() {}
 	if p, ok := pollable(r, syscall.O_RDONLY); ok {
-		r = &reopened{File: p, orig: r.(*os.File)}
+		r = &reopened{File: p, orig: r.(*os.File), raw: pipeio.Reader(p)}
 	}
 	if p, ok := pollable(w, syscall.O_WRONLY); ok {
-		w, done = p, func() { p.Close() }
+		w, done = pipeio.Writer(p), func() { p.Close() }
 	}
 	return r, w, done
 }
 
-// reopened is the host's input opened anew; Close closes both files.
+// reopened is the host's input opened anew, read through raw; Close
+// closes both files.
 type reopened struct {
 	*os.File
 	orig *os.File
+	raw  io.Reader // File's pipeio.Reader
 }
+
+func (f *reopened) Read(b []byte) (int, error) { return f.raw.Read(b) }
 
 func (f *reopened) Close() error {
 	return errors.Join(f.File.Close(), f.orig.Close())

@@ -385,8 +385,9 @@ func (s *Server) sendToolCall(ctx context.Context, req *protocol.Request, ref *s
 // ends exactly once, by whichever comes first: its answer or the end of
 // the server's connection (mcpclient calls CallEnded), or its timeout or the
 // host's cancellation (the call is then taken back from the connection).
-// Neither of the last two needs a context of its own: the server's
-// deadlines and a function run when the request's context ends.
+// Neither of the last two needs a context or a timer of its own: the
+// server's deadlines, and the host connection's watch of the request
+// (protocol.Conn.Watch, which a Reply ends).
 type sentCall struct {
 	s   *Server
 	id  json.RawMessage // the host's request id
@@ -396,22 +397,32 @@ type sentCall struct {
 	mu       sync.Mutex
 	finished bool
 	call     mcpclient.PendingCall
-	deadline *deadline   // the call's timeout, among the server's (deadlines.go)
-	stop     func() bool // stops the watch of ctx
+	timed    bool     // deadline is among the server's
+	deadline deadline // the call's timeout (deadlines.go)
 }
 
 // watch takes the call back from its connection when its timeout or the
 // request's context ends first.
 func (c *sentCall) watch(call mcpclient.PendingCall) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.finished {
+		c.mu.Unlock()
 		return // answered already
 	}
 	c.call = call
-	c.deadline = c.s.deadlines.add(c, time.Now().Add(c.tc.timeout))
-	c.stop = context.AfterFunc(c.ctx, func() { c.abort(context.Cause(c.ctx)) })
+	c.deadline = deadline{at: time.Now().Add(c.tc.timeout), call: c}
+	c.s.deadlines.push(&c.deadline)
+	c.timed = true
+	c.mu.Unlock()
+	if !c.s.conn.Watch(c.id, c) && c.ctx.Err() != nil {
+		// Serve's context ended meanwhile: as context.AfterFunc would.
+		go c.abort(context.Cause(c.ctx))
+	}
 }
+
+// RequestEnded is the host's cancellation of the request, or the end of
+// Serve's context (protocol.RequestWatcher).
+func (c *sentCall) RequestEnded(cause error) { c.abort(cause) }
 
 // abort takes the call back from its connection, if it has not ended,
 // and ends it with cause.
@@ -448,11 +459,10 @@ func (c *sentCall) answer(raw json.RawMessage, err error) {
 	}()
 	c.mu.Lock()
 	c.finished = true
-	dl, stop := c.deadline, c.stop
+	timed := c.timed
 	c.mu.Unlock()
-	if dl != nil {
-		s.deadlines.remove(dl)
-		stop() // on the watch's own goroutine, it returns false: nothing to wait for
+	if timed {
+		s.deadlines.remove(&c.deadline)
 	}
 	if err != nil {
 		err = tc.callError(c.ctx, err)
