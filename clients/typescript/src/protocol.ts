@@ -25,6 +25,8 @@ export interface HostCapabilities {
   inputs?: boolean;
   /** The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched. */
   extensions?: { [key: string]: { [key: string]: unknown } };
+  /** The host answers a modern server's input-required results itself (MCP 2026-07-28 multi round-trip): tools/call, prompts/get and resources/read return them as the server sent them (resultType input_required, inputRequests with the server's keys, requestState), and the host sends the request again with inputResponses and requestState. Without it, the sidecar answers them through mcp/elicit, mcp/sample and mcp/roots. */
+  inputRequired?: boolean;
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -287,6 +289,12 @@ export interface ToolsCallParams {
     ttl?: number;
     [key: string]: unknown;
   };
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 /** The server's CallToolResult as it sent it. */
@@ -472,6 +480,12 @@ export interface ResourcesReadParams {
   /** A server name from initialize's servers. */
   server: string;
   uri: string;
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 export interface ResourcesDiscoverParams {
@@ -490,6 +504,12 @@ export interface PromptsGetParams {
   server: string;
   name: string;
   arguments?: { [key: string]: string };
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 /** sessionId and server, plus MCP's completion/complete params (ref, argument, context), which go to the server as they are. */
