@@ -1823,6 +1823,34 @@ pub struct CallToolResult {
     pub extra: Map<String, Value>,
 }
 
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputRequiredResultInputRequestsValue {
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A modern server's input-required result as it sent it (MCP 2026-07-28 multi round-trip), the answer of tools/call, prompts/get and resources/read to a host that declared capabilities.inputRequired: the host answers inputRequests and sends the request again with inputResponses and requestState.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputRequiredResult {
+    #[serde(rename = "resultType")]
+    pub result_type: String,
+    /// The server's requests (elicitation/create, sampling/createMessage, roots/list) by its keys; empty when the server sheds load.
+    #[serde(rename = "inputRequests", default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<BTreeMap<String, InputRequiredResultInputRequestsValue>>,
+    /// Opaque: sent back as it is.
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -3374,6 +3402,7 @@ pub struct InputResult {
 #[serde(untagged)]
 pub enum ToolsCallResult {
     CreateTaskResult(CreateTaskResult),
+    InputRequiredResult(InputRequiredResult),
     CallToolResult(CallToolResult),
 }
 

@@ -308,6 +308,21 @@ export interface CallToolResult {
   [key: string]: unknown;
 }
 
+/** A modern server's input-required result as it sent it (MCP 2026-07-28 multi round-trip), the answer of tools/call, prompts/get and resources/read to a host that declared capabilities.inputRequired: the host answers inputRequests and sends the request again with inputResponses and requestState. */
+export interface InputRequiredResult {
+  resultType: "input_required";
+  /** The server's requests (elicitation/create, sampling/createMessage, roots/list) by its keys; empty when the server sheds load. */
+  inputRequests?: { [key: string]: {
+      method: string;
+      params?: { [key: string]: unknown };
+      [key: string]: unknown;
+    } };
+  /** Opaque: sent back as it is. */
+  requestState?: string;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
 /** What the sidecar left out of a result over its token limit (the _meta member mcp-sidecar/truncated). Block indexes are positions in the server's content array, from 0. */
 export interface OutputCut {
   /** The limit that applied, in estimated tokens. */
@@ -1150,7 +1165,7 @@ export interface RequestMap {
   /** The session catalog; waits for startups in flight and refreshes stale catalogs first. */
   "tools/list": { params: ToolsListParams; result: ToolsListResult };
   /** Calls one tool; the result is the server's CallToolResult as received (with task: its CreateTaskResult). */
-  "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult };
+  "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult | InputRequiredResult };
   /** Ranks the session catalog for a query (free text, /regex/, select:names); dormant servers are searched in their cached catalog. Waits for startups in flight and refreshes stale catalogs first. */
   "tools/search": { params: ToolsSearchParams; result: ToolsSearchResult };
   /** The full definitions of tools named by qualified name, in the order asked; names the catalog lacks are listed in missing. */
