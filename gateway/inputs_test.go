@@ -123,3 +123,51 @@ func jsonUnmarshal(res *mcp.CallToolResult, v any) error {
 	}
 	return json.Unmarshal([]byte(b.String()), v)
 }
+
+// TestPromptRounds: prompts/get runs in rounds as tools/call does: a
+// modern client answers the server's input-required result itself, a
+// legacy client is asked over its session.
+func TestPromptRounds(t *testing.T) {
+	servers := map[string]any{"alpha": server(fixture.Spec{Prompts: []fixture.PromptSpec{{Name: "greet", Text: "your name?", Ask: true}}})}
+	for _, v := range []string{legacy, ""} {
+		t.Run("protocol "+v, func(t *testing.T) {
+			g := start(t, setup{servers: servers})
+			asked := 0
+			cs := connect(t, g, v, &mcp.ClientOptions{
+				Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+				MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}, nil
+				},
+			})
+			ctx := context.Background()
+			res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v != legacy {
+				if !res.NeedsInput() || res.InputRequests["confirm"] == nil {
+					t.Fatalf("first round %+v, want the server's input-required result (key confirm)", res)
+				}
+				res, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{
+					Name:           "greet",
+					InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}},
+					RequestState:   res.RequestState,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if asked != 1 {
+				t.Errorf("the legacy client was asked %d times, want 1", asked)
+			}
+			if len(res.Messages) != 1 {
+				t.Fatalf("prompt %+v, want one message", res)
+			}
+			got, _ := res.Messages[0].Content.(*mcp.TextContent)
+			if got == nil || got.Text != `your name? answer={"answer":"Ada"}` {
+				t.Errorf("prompt message %+v, want the text with the answer", res.Messages[0].Content)
+			}
+		})
+	}
+}
