@@ -5,15 +5,12 @@
 package main
 
 import (
-	"context"
 	_ "embed"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"syscall"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/cli"
 )
@@ -35,32 +32,9 @@ func main() {
 
 // run is the whole program on the given streams.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runEnv(args, processEnv(stdin, stdout, stderr))
-}
-
-// runEnv runs the program in env; an interrupt (Ctrl-C, SIGTERM, SIGHUP)
-// ends it and every server it started.
-func runEnv(args []string, env cli.Env) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	return cli.Main(ctx, env, args)
-}
-
-// processEnv is the process's world: its streams, environment, home and
-// working directory.
-func processEnv(stdin io.Reader, stdout, stderr io.Writer) cli.Env {
-	home, _ := os.UserHomeDir()
-	cwd, _ := os.Getwd()
-	return cli.Env{
-		Stdin:     stdin,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		LookupEnv: os.LookupEnv,
-		Home:      home,
-		Cwd:       cwd,
-		Version:   version,
-		Build:     buildDetails(),
-	}
+	env := cli.ProcessEnv(stdin, stdout, stderr)
+	env.Version, env.Build = version, buildDetails()
+	return cli.Run(args, env)
 }
 
 // buildDetails says which commit the binary was built from, when the go

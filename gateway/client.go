@@ -16,15 +16,15 @@ import (
 )
 
 // client is one MCP client connection: its own mcp.Server (so that a
-// tools/list_changed reaches only the client whose catalog changed) and
-// its own host session, opened at its first request and closed when the
-// connection ends.
+// notification reaches only the clients it concerns), its capabilities,
+// subscriptions and calls in flight, and the host session it uses
+// (session.go): its own over stdio, the gateway's one over HTTP.
 type client struct {
 	g      *Gateway
+	host   *hostSession
 	server *mcp.Server
 	// shared: the client of every sessionless request (MCP 2026-07-28
-	// over HTTP), one host session for all of them, open until the
-	// gateway closes.
+	// over HTTP), open until the gateway closes.
 	shared bool
 
 	attachOnce sync.Once
@@ -33,20 +33,15 @@ type client struct {
 
 	mu sync.Mutex
 	ss *mcp.ServerSession
-	// hostID is the host session, "" until opened; servers are its
-	// servers; open serializes the opening.
-	open    sync.Mutex
-	hostID  string
-	servers []string
-	closed  bool
 	// owners route resources/read and completion by owner: a resource
 	// URI or a template's fixed prefix to its server, from the last
 	// listings.
 	resourceOwner map[string]string
 	templateOwner []templateOwner
 
-	// life ends with the client: it bounds the host calls that outlive
-	// one request (calls of rounds, mrtr.go).
+	// life ends with the client: it bounds its requests (a client that
+	// disconnects cancels its own calls, and no other's) and the host
+	// calls that outlive one request (calls of rounds, mrtr.go).
 	life      context.Context
 	endLife   context.CancelFunc
 	rounds    map[string]*roundCall // by requestState
@@ -73,8 +68,10 @@ var (
 	refreshPrompt   = &mcp.Prompt{Name: "mcp-sidecar-gateway-refresh"}
 )
 
-func (g *Gateway) newClient() *client {
-	c := &client{g: g, done: make(chan struct{}), resourceOwner: map[string]string{}, rounds: map[string]*roundCall{}}
+// newClient makes a client of host session h; it joins h's clients
+// (attach) when its MCP session connects.
+func (g *Gateway) newClient(h *hostSession) *client {
+	c := &client{g: g, host: h, done: make(chan struct{}), resourceOwner: map[string]string{}, rounds: map[string]*roundCall{}}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.server = mcp.NewServer(&mcp.Implementation{Name: "mcp-sidecar", Title: "mcp-sidecar gateway", Version: g.opts.Sidecar.Version}, &mcp.ServerOptions{
 		Logger: g.logger,
@@ -116,17 +113,18 @@ func (c *client) serverStarted() {
 	})
 }
 
-// attach records the client's MCP session and closes the host session
-// when it ends.
+// attach records the client's MCP session, joins the host session's
+// clients, and ends the client when its session ends.
 func (c *client) attach(ss *mcp.ServerSession) {
 	if c.shared {
-		// A session of one request: the host session outlives it.
+		// A session of one request: the client outlives it.
 		return
 	}
 	c.attachOnce.Do(func() {
 		c.mu.Lock()
 		c.ss = ss
 		c.mu.Unlock()
+		c.host.attach(c, ss.ID())
 		go func() {
 			_ = ss.Wait()
 			c.close(context.Background())
@@ -140,68 +138,33 @@ func (c *client) session() *mcp.ServerSession {
 	return c.ss
 }
 
-// close closes the host session: the sidecar ends its server processes.
+// close ends the client: its calls in flight are cancelled, its
+// subscriptions dropped, and a host session of its own closed (the
+// sidecar ends its server processes); the gateway's shared host session
+// and its servers go on for the other clients.
 func (c *client) close(ctx context.Context) {
 	c.closeOnce.Do(func() {
-		c.open.Lock()
-		defer c.open.Unlock()
-		c.closed = true
 		close(c.done)
 		c.endLife()
-		if c.hostID == "" {
-			return
+		c.host.detach(ctx, c)
+		c.g.forgetProgress(c)
+		if !c.host.shared {
+			c.host.close(ctx)
 		}
-		_ = c.g.host.Call(ctx, protocol.MethodSessionClose, protocol.SessionParams{SessionID: c.hostID}, nil)
-		c.g.unregister(c.hostID)
 	})
 }
 
-// hostSession opens the client's host session at its first use.
+// hostSession is the id of the client's host session, opened at its
+// first use.
 func (c *client) hostSession(ctx context.Context) (string, error) {
-	c.open.Lock()
-	defer c.open.Unlock()
-	if c.hostID != "" {
-		return c.hostID, nil
-	}
-	if c.closed {
-		return "", errors.New("the client's session is closed")
-	}
-	// The gateway names the session, and routes to it before it opens:
-	// the sidecar's requests of its startup (mcp/authorize) and its
-	// notifications may come before the answer.
-	id, ok := c.g.register(c)
-	if !ok {
-		return "", errors.New("the gateway is closing")
-	}
-	p := map[string]any{"sessionId": id, "startup": "lazy"}
-	if c.g.opts.Eager {
-		p["startup"] = "eager"
-	}
-	if c.g.opts.Cwd != "" {
-		p["cwd"] = c.g.opts.Cwd
-	}
-	if c.g.opts.Servers != nil {
-		p["servers"] = c.g.opts.Servers
-	}
-	var res protocol.SessionOpenResult
-	if err := c.g.host.Call(ctx, protocol.MethodSessionOpen, p, &res); err != nil {
-		c.g.unregister(id)
-		return "", mcpError(err)
-	}
-	c.hostID = res.SessionID
-	for _, s := range res.Servers {
-		c.servers = append(c.servers, s.Name)
-	}
-	return c.hostID, nil
+	return c.host.session(ctx)
 }
 
 // single is the session's one server when it has exactly one: then the
 // gateway is a transparent proxy and tools keep the server's own names.
 func (c *client) single() string {
-	c.open.Lock()
-	defer c.open.Unlock()
-	if len(c.servers) == 1 && !c.g.opts.Deferred {
-		return c.servers[0]
+	if servers := c.host.serverList(); len(servers) == 1 && !c.g.opts.Deferred {
+		return servers[0]
 	}
 	return ""
 }
@@ -217,6 +180,11 @@ func (c *client) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			c.attach(ss)
 		}
+		// A client that goes away cancels its own requests; the host
+		// session and the other clients' calls go on.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(c.life, cancel)()
 		switch method {
 		case "tools/list":
 			return c.listTools(ctx)
@@ -311,13 +279,11 @@ func (c *client) progress(ss *mcp.ServerSession, token any, v protocol.ProgressV
 	go func() { _ = ss.NotifyProgress(context.Background(), p) }()
 }
 
-// serverRequest asks the client what a server asked (elicitation,
-// sampling, roots), within the client's capabilities.
-func (c *client) serverRequest(ctx context.Context, method, server string, params json.RawMessage) (any, error) {
-	ss := c.session()
-	if c.shared {
-		ss = c.oldestRoundSession()
-	}
+// serverRequest asks the client of call f what a server asked
+// (elicitation, sampling, roots, authorization), within the
+// capabilities of the session that made the call.
+func (c *client) serverRequest(ctx context.Context, method, server string, params json.RawMessage, f *flight) (any, error) {
+	ss := f.ss
 	if ss == nil {
 		return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "the client is not connected")
 	}
@@ -340,7 +306,7 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 		if err := json.Unmarshal(params, &ap); err != nil {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 		}
-		return c.authorize(ctx, caps, ap)
+		return c.authorize(ctx, ss, caps, ap)
 	case protocol.RequestElicit:
 		if caps == nil || caps.Elicitation == nil {
 			return nil, unsupported("elicitation")
@@ -350,7 +316,10 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 		}
 		if modern(ss) {
-			return c.askRounds(ctx, &ep)
+			return c.askRounds(ctx, f.rc, &ep)
+		}
+		if ep.Mode == "url" {
+			c.host.elicited(c, server, ep.ElicitationID)
 		}
 		res, err := ss.Elicit(ctx, &ep)
 		if err != nil {
@@ -366,7 +335,7 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 			return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 		}
 		if modern(ss) {
-			return c.askRounds(ctx, &sp)
+			return c.askRounds(ctx, f.rc, &sp)
 		}
 		res, err := ss.CreateMessageWithTools(ctx, &sp)
 		if err != nil {
@@ -378,7 +347,7 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 			return nil, unsupported("roots")
 		}
 		if modern(ss) {
-			return c.askRounds(ctx, &mcp.ListRootsParams{})
+			return c.askRounds(ctx, f.rc, &mcp.ListRootsParams{})
 		}
 		res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
 		if err != nil {
@@ -394,8 +363,7 @@ func (c *client) serverRequest(ctx context.Context, method, server string, param
 // other client is answered cancelled at once: the server stays
 // needs_authorization, and a call of it is a tool error naming
 // 'mcp-sidecar login SERVER'.
-func (c *client) authorize(ctx context.Context, caps *mcp.ClientCapabilities, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error) {
-	ss := c.session()
+func (c *client) authorize(ctx context.Context, ss *mcp.ServerSession, caps *mcp.ClientCapabilities, p protocol.AuthorizeParams) (protocol.AuthorizeResult, error) {
 	if ss == nil || caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
 		return protocol.AuthorizeResult{Cancelled: true}, nil
 	}
@@ -454,9 +422,7 @@ func (c *client) splitName(name string) (server, raw string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	c.open.Lock()
-	servers := c.servers
-	c.open.Unlock()
+	servers := c.host.serverList()
 	// The longest server name that fits, for server names with "__".
 	best := ""
 	for _, s := range servers {
@@ -468,6 +434,16 @@ func (c *client) splitName(name string) (server, raw string, ok bool) {
 		return "", "", false
 	}
 	return best, rest[len(best)+2:], true
+}
+
+// serverOf is the server a tools/call goes to ("" for a name of no
+// server: the host answers it unknown).
+func (c *client) serverOf(p protocol.ToolsCallParams) string {
+	if p.Server != "" {
+		return p.Server
+	}
+	s, _, _ := c.splitName(p.Name)
+	return s
 }
 
 func (c *client) qualify(server, name string) string {

@@ -6,11 +6,13 @@
 // not a second runtime: it runs sidecar.Serve in process, speaks the host
 // protocol to it over two pipes, and serves MCP to its clients with
 // go-sdk's mcp.Server. Data flows one way: client -> gateway -> host
-// protocol -> sidecar -> servers. Each MCP client connection is one host
-// session (session/open), so the sidecar's catalogs, disk cache, lazy
+// protocol -> sidecar -> servers. The clients' requests go through host
+// sessions (session/open), so the sidecar's catalogs, disk cache, lazy
 // startup, list_changed refresh, sandbox metadata and process supervision
-// apply to it as to any harness; closing the client closes its session, and
-// closing the gateway (Close) ends every server process.
+// apply to them as to any harness: over stdio the one client has its own
+// session, closed with it; over HTTP every client shares the gateway's
+// one session, so that each server runs once. Closing the gateway (Close)
+// ends every server process.
 package gateway
 
 import (
@@ -67,7 +69,7 @@ type Gateway struct {
 	init      protocol.InitializeResult
 
 	mu       sync.Mutex
-	sessions map[string]*client // host session id -> client
+	sessions map[string]*hostSession // by host session id
 	progress map[string]progressTarget
 	nextTok  int64
 	// nextSession numbers the host sessions.
@@ -90,7 +92,7 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		opts:      opts,
 		logger:    opts.Logger,
 		serveDone: make(chan struct{}),
-		sessions:  map[string]*client{},
+		sessions:  map[string]*hostSession{},
 		progress:  map[string]progressTarget{},
 	}
 	if g.logger == nil {
@@ -173,7 +175,7 @@ func (g *Gateway) Done() <-chan struct{} { return g.serveDone }
 // until the client hangs up or ctx ends; then its session closes. The
 // caller closes the gateway, which ends the servers.
 func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
-	c := g.newClient()
+	c := g.newClient(g.newHostSession(false))
 	ss, err := c.server.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("serving MCP: %w", err)
@@ -190,8 +192,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// register names a new host session of c.
-func (g *Gateway) register(c *client) (string, bool) {
+// register names a new host session.
+func (g *Gateway) register(h *hostSession) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -199,7 +201,7 @@ func (g *Gateway) register(c *client) (string, bool) {
 	}
 	g.nextSession++
 	id := fmt.Sprintf("client-%d", g.nextSession)
-	g.sessions[id] = c
+	g.sessions[id] = h
 	return id, true
 }
 
@@ -207,17 +209,23 @@ func (g *Gateway) unregister(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, id)
+}
+
+// forgetProgress forgets the progress tokens of a client that ended.
+func (g *Gateway) forgetProgress(c *client) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for tok, t := range g.progress {
-		if t.c.hostID == id {
+		if t.c == c {
 			delete(g.progress, tok)
 		}
 	}
 }
 
-func (g *Gateway) clientOf(sessionID string) *client {
+func (g *Gateway) hostSessionOf(id string) *hostSession {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.sessions[sessionID]
+	return g.sessions[id]
 }
 
 // progressToken makes a host token for a client's progress token; done
@@ -236,8 +244,8 @@ func (g *Gateway) progressToken(c *client, ss *mcp.ServerSession, token any) (js
 	}
 }
 
-// notification routes one host notification to the client whose session
-// it names. It runs on the host connection's read loop: it must not
+// notification routes one host notification to the clients of the
+// session it names. It runs on the host connection's read loop: it must not
 // block, so what waits on a client goes to a goroutine of that client.
 func (g *Gateway) notification(n hostclient.Notification) {
 	var head struct {
@@ -261,26 +269,58 @@ func (g *Gateway) notification(n hostclient.Notification) {
 	if json.Unmarshal(n.Params, &head) != nil || head.SessionID == "" {
 		return
 	}
-	c := g.clientOf(head.SessionID)
-	if c == nil {
-		return
+	if h := g.hostSessionOf(head.SessionID); h != nil {
+		h.notification(n)
 	}
-	c.notification(n)
 }
 
 // request answers the sidecar's requests (mcp/elicit, mcp/sample,
-// mcp/roots) by asking the client whose session made them.
+// mcp/roots, mcp/authorize) by asking the client of the call they belong
+// to (hostSession.route).
 func (g *Gateway) request(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	var head struct {
 		SessionID string `json:"sessionId"`
 		Server    string `json:"server"`
+		Params    struct {
+			Mode string `json:"mode"`
+		} `json:"params"`
 	}
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, err.Error())
 	}
-	c := g.clientOf(head.SessionID)
-	if c == nil {
+	h := g.hostSessionOf(head.SessionID)
+	if h == nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, fmt.Sprintf("no client has session %q", head.SessionID))
 	}
-	return c.serverRequest(ctx, method, head.Server, params)
+	f := h.route(head.Server, func(ss *mcp.ServerSession) bool {
+		return declares(ss, method, head.Params.Mode)
+	})
+	if f == nil {
+		return nil, protocol.NewError(protocol.CodeMethodNotFound, protocol.KindMethodNotFound, "no MCP client of the gateway is connected")
+	}
+	return f.c.serverRequest(ctx, method, head.Server, params, f)
+}
+
+// declares reports whether the client of ss declared the capability a
+// server's request needs (mode: an elicitation's).
+func declares(ss *mcp.ServerSession, method, mode string) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false
+	}
+	caps := ip.Capabilities
+	switch method {
+	case protocol.RequestElicit:
+		if caps.Elicitation == nil {
+			return false
+		}
+		return mode != "url" || caps.Elicitation.URL != nil
+	case protocol.RequestAuthorize:
+		return caps.Elicitation != nil && caps.Elicitation.URL != nil
+	case protocol.RequestSample:
+		return caps.Sampling != nil
+	case protocol.RequestRoots:
+		return caps.RootsV2 != nil
+	}
+	return false
 }

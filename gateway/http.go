@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -18,26 +19,31 @@ type HTTPOptions struct {
 	Token string
 }
 
-// Handler serves MCP over Streamable HTTP at /mcp, one host session per
-// MCP session (Mcp-Session-Id): many clients share the one sidecar, its
-// disk cache and its shared listings, and the gateway's lifetime bounds
-// every server's. Clients speaking 2026-07-28 over HTTP fall back to
-// 2025-11-25, whose sessions this needs.
+// Handler serves MCP over Streamable HTTP at /mcp. Every client, of
+// whatever protocol version, uses the gateway's one host session, opened
+// at the first request and kept until the gateway closes: ten clients
+// that use a server run it once, and a client that connects or
+// disconnects never starts or stops one. Each client keeps its own MCP
+// session (Mcp-Session-Id, for 2025-11-25 and earlier), capabilities,
+// subscriptions, progress and calls; a server's request goes to the
+// client of the call it belongs to (hostSession.route).
 //
 // Requests are refused when their Origin is a web page of another host
 // (a browser tab reaching a local server), when their Host is not a
 // loopback name while the connection came to a loopback address (DNS
 // rebinding; go-sdk's check), or without the token.
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
+	host := g.newHostSession(true)
 	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		// A server costs nothing until a session connects to it: its
-		// host session opens at the session's first request.
-		return g.newClient().server
+		// A client costs nothing until it sends a request: the host
+		// session opens at the first request of any client.
+		return g.newClient(host).server
 	}, &mcp.StreamableHTTPOptions{Logger: g.logger})
 	// MCP 2026-07-28 has no HTTP sessions: every request says its
-	// protocol version and stands alone. They share one host session.
-	shared := g.newClient()
+	// protocol version and stands alone. One client serves them all.
+	shared := g.newClient(host)
 	shared.shared = true
+	host.attach(shared, "")
 	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
 		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
 	mux := http.NewServeMux()
@@ -45,6 +51,15 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
 			sessionless.ServeHTTP(w, r)
 			return
+		}
+		if r.Method == http.MethodDelete {
+			// go-sdk closes the session once its requests in flight have
+			// returned: the client's calls end first, cancelled, so that
+			// a client leaving mid-call does not wait for them, nor keep
+			// them running at the servers.
+			if c := host.clientOf(r.Header.Get("Mcp-Session-Id")); c != nil {
+				c.close(context.WithoutCancel(r.Context()))
+			}
 		}
 		sessions.ServeHTTP(w, r)
 	}))

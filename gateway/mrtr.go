@@ -123,9 +123,11 @@ func (c *client) startRounds(ss *mcp.ServerSession, p protocol.ToolsCallParams, 
 	c.rounds[rc.id] = rc
 	c.order = append(c.order, rc)
 	c.mu.Unlock()
+	land := c.host.fly(&flight{c: c, ss: ss, rc: rc, server: c.serverOf(p)})
 	go func() {
 		defer close(rc.done)
 		rc.err = c.call(ctx, protocol.MethodToolsCall, p, &rc.res)
+		land()
 		ended()
 	}()
 	return rc
@@ -147,12 +149,11 @@ func (c *client) endRounds(rc *roundCall) {
 }
 
 // askRounds puts a question of the sidecar to a modern client, through
-// its oldest call in progress: the host protocol names the session and
-// the server that asks, not the call.
-func (c *client) askRounds(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+// its call rc (hostSession.route chose it), or its oldest call in
+// progress when rc is nil.
+func (c *client) askRounds(ctx context.Context, rc *roundCall, req mcp.InputRequest) (mcp.InputResponse, error) {
 	c.mu.Lock()
-	var rc *roundCall
-	if len(c.order) > 0 {
+	if rc == nil && len(c.order) > 0 {
 		rc = c.order[0]
 	}
 	c.nextAsk++
@@ -176,15 +177,4 @@ func (c *client) askRounds(ctx context.Context, req mcp.InputRequest) (mcp.Input
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// oldestRoundSession is the session of the oldest call in progress: whom
-// a question of the shared host session goes to.
-func (c *client) oldestRoundSession() *mcp.ServerSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.order) == 0 {
-		return nil
-	}
-	return c.order[0].ss
 }

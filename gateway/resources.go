@@ -163,11 +163,19 @@ func (c *client) subscribe(ctx context.Context, uri string, on bool) error {
 	if err != nil {
 		return err
 	}
+	// The host session's subscription is its first subscriber's and
+	// ends with its last (session.go).
+	if !c.host.subscribe(c, s, uri, on) {
+		return nil
+	}
 	method := protocol.MethodResourcesSubscribe
 	if !on {
 		method = protocol.MethodResourcesUnsubscribe
 	}
 	if err := c.call(ctx, method, protocol.ResourceSubscribeParams{SessionID: id, Server: s, URI: uri}, nil); err != nil {
+		if on {
+			c.host.subscribe(c, s, uri, false)
+		}
 		return mcpError(err)
 	}
 	return nil

@@ -161,6 +161,7 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return c.callRounds(ctx, req, p, name, forget)
 	}
 	defer forget()
+	defer c.host.fly(&flight{c: c, ss: req.Session, server: c.serverOf(p)})()
 	raw, err := c.inputRounds(ctx, req.Session, protocol.MethodToolsCall, round, c.hostRaw(protocol.MethodToolsCall, &p))
 	if err != nil {
 		return toolError(ctx, err)

@@ -95,7 +95,7 @@ func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
 	case <-bound.Done():
 		t.Fatal("the server did not start")
 	}
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	// The graces are an hour: the test ends the server for the teardown
 	// (also if it fails first, which lets a Connect stuck in a wait
 	// return).
@@ -169,7 +169,7 @@ func TestCloseEndsSetsidDescendant(t *testing.T) {
 	cfg.Args = append([]string{"-c", `setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"; shift; exec "$@"`, "sh", bgPID, cfg.Command}, cfg.Args...)
 	cfg.Command = "sh"
 	c := connect(t, Options{Config: cfg, CloseGrace: 100 * time.Millisecond, TermGrace: 100 * time.Millisecond})
-	bg := readPID(t, bgPID)
+	bg := fixture.ReadPID(t, bgPID)
 	t.Cleanup(func() { syscall.Kill(bg, syscall.SIGKILL) })
 	if !running(bg) {
 		t.Fatalf("setsid'd child %d not running", bg)
@@ -190,7 +190,7 @@ func TestCloseWaitsForTeardownOfLostConnection(t *testing.T) {
 	cfg.Args = append([]string{"-c", `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"; shift; "$@"; exec sleep 1000 >&-`, "sh", bgPID, cfg.Command}, cfg.Args...)
 	cfg.Command = "sh"
 	c := connect(t, Options{Config: cfg, CloseGrace: 300 * time.Millisecond, TermGrace: 300 * time.Millisecond})
-	bg, leader := readPID(t, bgPID), c.PID()
+	bg, leader := fixture.ReadPID(t, bgPID), c.PID()
 	t.Cleanup(func() { syscall.Kill(-leader, syscall.SIGKILL) })
 	if _, err := c.CallTool(testCtx(t), "die", nil, nil); !errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("err = %v, want ErrConnectionLost", err)
@@ -228,7 +228,7 @@ func TestStartupTimeout(t *testing.T) {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer initialize") {
 		t.Fatalf("err = %v", err)
 	}
-	checkGone(t, readPID(t, pidFile))
+	checkGone(t, fixture.ReadPID(t, pidFile))
 }
 
 // cueContext is a context whose deadline passes when the test says so
@@ -323,7 +323,7 @@ func TestCloseEndsWholeGroup(t *testing.T) {
 	if _, err := c.ListToolsPage(testCtx(t), ""); err != nil {
 		t.Fatal(err)
 	}
-	pids := []int{c.PID(), readPID(t, fxPID), readPID(t, sleepPID)}
+	pids := []int{c.PID(), fixture.ReadPID(t, fxPID), fixture.ReadPID(t, sleepPID)}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

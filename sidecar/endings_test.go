@@ -117,7 +117,7 @@ func startWrapped(t *testing.T, script string, tools ...fixture.ToolSpec) *wrapp
 		t.Fatal(err)
 	}
 	w.sid = open.SessionID
-	w.server, w.bg, w.bgFile = readPID(t, pidFile), readPID(t, bgFile), bgFile
+	w.server, w.bg, w.bgFile = fixture.ReadPID(t, pidFile), fixture.ReadPID(t, bgFile), bgFile
 	w.pgid = pgidOf(t, w.server)
 	killOnCleanup(t, w.pgid, w.bg)
 	// A server started again (servers/reconnect) wrote its own background
@@ -254,7 +254,7 @@ func TestDetachedOrphanEndsWithItsSessionOnly(t *testing.T) {
 	if err := w.c.Call(w.ctx, protocol.MethodToolsList, map[string]any{"sessionId": open.SessionID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	other := readPID(t, w.bgFile)
+	other := fixture.ReadPID(t, w.bgFile)
 	if other == w.bg {
 		t.Fatalf("both sessions report orphan %d", other)
 	}
@@ -343,7 +343,7 @@ func TestStartupTimeoutReportedBeforeTeardown(t *testing.T) {
 		t.Errorf("startup error %q", st.Error)
 	}
 	<-held
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	pgid := pgidOf(t, pid)
 	killOnCleanup(t, pgid, pid)
 

@@ -172,7 +172,7 @@ func TestLazyDormantUntilFirstUse(t *testing.T) {
 	if diff := cmp.Diff([]string{"1 lazy starting", "1 lazy ready"}, lazyStatuses); diff != "" {
 		t.Errorf("statuses of the deferred server when its triggering call returned (-want +got):\n%s", diff)
 	}
-	if pid := readPID(t, pidFile); !alive(pid) {
+	if pid := fixture.ReadPID(t, pidFile); !alive(pid) {
 		t.Errorf("server %d not running after its first call", pid)
 	}
 	if n := len(fixture.ReadLines(inits)); n != started+1 {
@@ -277,7 +277,7 @@ func TestLazyFirstUseTriggers(t *testing.T) {
 			if err := tc.trigger(h); err != nil {
 				t.Fatalf("%s on a dormant server: %v", tc.name, err)
 			}
-			if pid := readPID(t, pidFile); !alive(pid) {
+			if pid := fixture.ReadPID(t, pidFile); !alive(pid) {
 				t.Errorf("server %d not running after %s", pid, tc.name)
 			}
 			sum := h.waitComplete("L", 1)
@@ -319,7 +319,7 @@ func TestLazyFirstCallOfRemovedTool(t *testing.T) {
 	if data.Server != "lazy" {
 		t.Errorf("error data %+v: want server lazy", data)
 	}
-	if pid := readPID(t, pidFile); !alive(pid) {
+	if pid := fixture.ReadPID(t, pidFile); !alive(pid) {
 		t.Errorf("server %d not running after the call that started it", pid)
 	}
 	names, entry := serverTools(h.toolsList("L"), "lazy")
@@ -382,7 +382,7 @@ func TestLazyEagerRegardless(t *testing.T) {
 			}
 			if tc.dormant {
 				wantNoFile(t, pidFile, "dormant server")
-			} else if pid := readPID(t, pidFile); !alive(pid) {
+			} else if pid := fixture.ReadPID(t, pidFile); !alive(pid) {
 				t.Errorf("eager server %d not running", pid)
 			}
 		})

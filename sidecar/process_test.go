@@ -118,7 +118,7 @@ func openWithServer(t *testing.T, ctx context.Context, c *hostclient.Client, spe
 	if len(list.Tools) != 1 {
 		t.Fatalf("tools/list = %+v", list)
 	}
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	if !alive(pid) {
 		t.Fatalf("server %d not running", pid)
 	}

@@ -121,7 +121,7 @@ func TestRestartBackoffDoubles(t *testing.T) {
 	})}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	h.waitComplete(sid, 0)
-	first := readPID(t, pidFile)
+	first := fixture.ReadPID(t, pidFile)
 
 	_, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__crash"})
 	h.wantCode(err, protocol.CodeConnectionLost)
@@ -136,7 +136,7 @@ func TestRestartBackoffDoubles(t *testing.T) {
 	if _, err := h.callTool(map[string]any{"sessionId": sid, "name": "mcp__c__echo"}); err != nil {
 		t.Fatalf("call after the backoff: %v", err)
 	}
-	if second := readPID(t, pidFile); second == first || !alive(second) {
+	if second := fixture.ReadPID(t, pidFile); second == first || !alive(second) {
 		t.Errorf("server not restarted: pid %d, was %d", second, first)
 	}
 	if s := status(t, h, sid)["c"]; s.State != protocol.StateReady || s.Restarts != 1 {
@@ -411,7 +411,7 @@ func TestNoOrphans(t *testing.T) {
 				if err := c.Call(ctx, protocol.MethodToolsCall, map[string]any{"sessionId": open.SessionID, "name": "mcp__s__echo"}, &res); err != nil {
 					t.Fatal(err)
 				}
-				server := readPID(t, pidFile)
+				server := fixture.ReadPID(t, pidFile)
 				pgid := pgidOf(t, server)
 				before := group(pgid)
 				if len(before) != 2 || pgid == server {

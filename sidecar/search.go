@@ -35,15 +35,8 @@ func (s *Server) toolsSearch(ctx context.Context, rq *request) (result, error) {
 	if p.Limit < 1 && len(limit.Limit) > 0 && string(limit.Limit) != "null" {
 		return result{}, invalidParams(fmt.Sprintf("limit must be at least 1, got %d (leave it out for %d results)", p.Limit, search.DefaultLimit))
 	}
-	sess, err := s.session(ctx, rq.session, p.SessionID)
+	sess, _, err := s.currentServers(ctx, rq, p.SessionID, p.Servers)
 	if err != nil {
-		return result{}, err
-	}
-	scs, err := sess.selectServers(p.Servers)
-	if err != nil {
-		return result{}, err
-	}
-	if err := sess.current(ctx, scs); err != nil {
 		return result{}, err
 	}
 	opt := search.Options{Limit: p.Limit}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -496,7 +495,7 @@ func TestSessionCloseEndsItsProcesses(t *testing.T) {
 	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{PIDFile: pidFile, Tools: []fixture.ToolSpec{tool("echo", "echo")}})}, nil)
 	open := h.open(map[string]any{"startup": "eager"})
 	h.waitComplete(open.SessionID, 0)
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	if !alive(pid) {
 		t.Fatalf("server %d not running", pid)
 	}
@@ -568,19 +567,6 @@ func TestResourcesAndPrompts(t *testing.T) {
 	if len(read.Contents) != 1 || read.Contents[0].Text != "alpha" {
 		t.Errorf("read = %+v", read)
 	}
-}
-
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	if _, err := fmtSscan(strings.TrimSpace(string(b)), &pid); err != nil {
-		t.Fatalf("pid file %q: %v", b, err)
-	}
-	return pid
 }
 
 // TestPendingRequestsBounded: a session cannot pile up requests without

@@ -2,9 +2,7 @@ package sidecar_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +130,7 @@ func TestReconnectDuringStartup(t *testing.T) {
 	h.initialize(map[string]*config.ServerConfig{"s": cfg}, nil)
 	sid := h.open(map[string]any{"startup": "eager"}).SessionID
 	waitFileLines(t, inits, 1) // the first process initialized and hangs in tools/list
-	pid := readPIDFile(t, hungPID)
+	pid := fixture.ReadPID(t, hungPID)
 
 	var waits []hostclient.Waiter
 	for _, q := range []struct {
@@ -183,18 +181,4 @@ func TestReconnectDuringStartup(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// readPIDFile reads a fixture's PIDFile.
-func readPIDFile(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("pid file %s: %v", path, err)
-	}
-	return pid
 }

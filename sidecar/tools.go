@@ -19,21 +19,32 @@ func (s *Server) toolsList(ctx context.Context, rq *request) (result, error) {
 	if err := decodeParams(rq.params, &p); err != nil {
 		return result{}, err
 	}
-	sess, err := s.session(ctx, rq.session, p.SessionID)
+	sess, scs, err := s.currentServers(ctx, rq, p.SessionID, p.Servers)
 	if err != nil {
-		return result{}, err
-	}
-	scs, err := sess.selectServers(p.Servers)
-	if err != nil {
-		return result{}, err
-	}
-	// A catalog is right or it is not served: wait for startups in flight
-	// (each bounded by its own startup_timeout_sec).
-	if err := sess.current(ctx, scs); err != nil {
 		return result{}, err
 	}
 	schemas := p.Schemas == nil || *p.Schemas
 	return result{value: sess.listing(scs, schemas)}, nil
+}
+
+// currentServers is the session sessionID and its servers named (all when
+// names is nil), each with a current catalog: a catalog is right or it is
+// not served, so startups in flight are waited for (each bounded by its
+// own startup_timeout_sec) and stale catalogs refreshed. tools/list and
+// tools/search answer from it.
+func (s *Server) currentServers(ctx context.Context, rq *request, sessionID string, names []string) (*Session, []*serverConn, error) {
+	sess, err := s.session(ctx, rq.session, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	scs, err := sess.selectServers(names)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sess.current(ctx, scs); err != nil {
+		return nil, nil, err
+	}
+	return sess, scs, nil
 }
 
 // listing renders the session catalog restricted to scs, each tool with

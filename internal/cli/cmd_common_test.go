@@ -16,6 +16,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/cli"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 	"github.com/mcp-sidecar/mcp-sidecar/schema"
 )
@@ -97,7 +98,7 @@ func runChecked(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	env := processEnv(stdin, stdout, stderr)
 	env.Checker = checker
-	code := runEnv(args, env)
+	code := cli.Run(args, env)
 	if err := checker.Err(); err != nil {
 		t.Errorf("mcp-sidecar %s: messages that do not match the protocol schema:\n%v", strings.Join(args, " "), err)
 	}
@@ -126,7 +127,7 @@ func TestCmdMessagesAreChecked(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	env := processEnv(nil, &stdout, &stderr)
 	env.Checker = checker
-	if code := runEnv([]string{"tools", "--config", writeConfig(t, server{name: "a", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})}, env); code != 0 {
+	if code := cli.Run([]string{"tools", "--config", writeConfig(t, server{name: "a", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})}, env); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if err := checker.Err(); err == nil || !strings.Contains(err.Error(), `unexpected additional properties ["clientInfo"]`) {

@@ -44,19 +44,6 @@ func startMCP(t *testing.T, args ...string) *mcpCommand {
 	return c
 }
 
-func pidOf(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 // TestCmdMCPStdio: an MCP client on the command's stdin and stdout lists
 // the qualified tools of two servers and calls one; closing stdin ends the
 // command and the servers.
@@ -94,7 +81,7 @@ func TestCmdMCPStdio(t *testing.T) {
 	if got := res.Content[0].(*mcp.TextContent).Text; got != `{"n":1}` {
 		t.Errorf("call: %q", got)
 	}
-	pid := pidOf(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	c.stdinW.Close() // the client goes away
 	if code := <-c.code; code != 0 {
 		t.Errorf("exit %d, want 0", code)

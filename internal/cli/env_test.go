@@ -1,13 +1,10 @@
 package cli_test
 
 import (
-	"context"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/cli"
 )
@@ -37,28 +34,11 @@ func findModule() error {
 	return nil
 }
 
-// runEnv runs the command line in env as the binary's main does: an
-// interrupt ends it and every server it started.
-func runEnv(args []string, env cli.Env) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	return cli.Main(ctx, env, args)
-}
-
 // processEnv is the test process's world, as main builds it for the
-// binary: its streams, environment, home and working directory. Build
-// stays empty (only 'version --verbose' prints it; the binary tests cover
-// it).
+// binary. Build stays empty (only 'version --verbose' prints it; the
+// binary tests cover it).
 func processEnv(stdin io.Reader, stdout, stderr io.Writer) cli.Env {
-	home, _ := os.UserHomeDir()
-	cwd, _ := os.Getwd()
-	return cli.Env{
-		Stdin:     stdin,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		LookupEnv: os.LookupEnv,
-		Home:      home,
-		Cwd:       cwd,
-		Version:   version,
-	}
+	env := cli.ProcessEnv(stdin, stdout, stderr)
+	env.Version = version
+	return env
 }
