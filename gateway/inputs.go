@@ -37,7 +37,7 @@ const (
 
 // sheddingWait is the pause before a request that asked for nothing is
 // sent again, times the count of such answers in a row.
-var sheddingWait = 100 * time.Millisecond
+const sheddingWait = 100 * time.Millisecond
 
 // capabilitiesMetaKey is where a request of 2026-07-28 carries its
 // client's capabilities.
