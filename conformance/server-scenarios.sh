@@ -6,10 +6,13 @@
 #   bash conformance/server-scenarios.sh            # --suite all
 #   SUITE=active bash conformance/server-scenarios.sh
 #
-# Needs what run.sh needs (it installs conformance/.work the same way). Exits
-# non-zero when a scenario passes against the server directly and fails
-# through the gateway, unless the scenario is listed in
-# gateway-expected-failures.txt (one name a line, with the reason after '#').
+# Needs what run.sh needs: Go, Node >= 20 with npm and the npm registry (it
+# installs conformance/.work the same way, Node 22 included, and skips that
+# when run.sh installed the same lock). Exits non-zero when a scenario passes
+# against the server directly and fails through the gateway, unless the
+# scenario is listed in gateway-expected-failures.txt (one name a line, with
+# the reason after '#'), when a listed one passes, and when the suite ran no
+# scenario against the server directly. CI runs it after run.sh (.ci/run).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,9 +67,11 @@ wait_port "$gateway_port"
 
 run() { # name url
   echo "== server scenarios ($suite) against $1"
+  local t0=$SECONDS
   "$node22" "$suite_js" server --url "$2" --suite "$suite" -o "$out/$1" >"$out/$1.txt" 2>&1 || true
-  sed -n '/=== SUMMARY/,$p' "$out/$1.txt" | grep -E '^[✓✗] ' |
+  { sed -n '/=== SUMMARY/,$p' "$out/$1.txt" | grep -E '^[✓✗] ' || true; } |
     sed -E 's/^([✓✗]) ([^:]+): ([0-9]+) passed, ([0-9]+) failed/\2 \1 \3 \4/' | sort >"$out/$1.summary"
+  echo "   $(wc -l <"$out/$1.summary") scenarios in $((SECONDS - t0)) s (the suite's output: $out/$1.txt)"
 }
 run direct "http://127.0.0.1:$server_port/mcp"
 run gateway "http://127.0.0.1:$gateway_port/mcp"
@@ -78,6 +83,10 @@ const [direct, gateway, expectedFile] = process.argv.slice(2);
 const read = (f) => Object.fromEntries(fs.readFileSync(f, "utf8").trim().split("\n").filter(Boolean)
   .map((l) => { const [name, mark, pass, fail] = l.split(" "); return [name, { ok: mark === "✓", pass: +pass, fail: +fail }]; }));
 const d = read(direct), g = read(gateway);
+if (!Object.keys(d).length) {
+  console.error(`the suite ran no scenario against the server directly: see ${direct.replace(/summary$/, "txt")}`);
+  process.exit(1);
+}
 const expected = new Set(fs.existsSync(expectedFile) ? fs.readFileSync(expectedFile, "utf8").split("\n")
   .map((l) => l.replace(/#.*/, "").trim()).filter(Boolean) : []);
 const names = [...new Set([...Object.keys(d), ...Object.keys(g)])].sort();

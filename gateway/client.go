@@ -26,6 +26,9 @@ type client struct {
 	// shared: the client of every sessionless request (MCP 2026-07-28
 	// over HTTP), open until the gateway closes.
 	shared bool
+	// headers are the header declarations of the tools it called
+	// (headers.go).
+	headers headerCache
 
 	attachOnce sync.Once
 	closeOnce  sync.Once
@@ -216,6 +219,7 @@ func (c *client) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (c *client) notification(n hostclient.Notification) {
 	switch n.Method {
 	case protocol.NotifyToolsChanged:
+		c.headers.forget()
 		if !c.g.opts.Deferred {
 			c.toolsChanged()
 		}

@@ -44,8 +44,8 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	shared := g.newClient(host)
 	shared.shared = true
 	host.attach(shared, "")
-	sessionless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
-		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true})
+	sessionless := g.paramHeaders(shared, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
+		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true}))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {

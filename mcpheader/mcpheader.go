@@ -382,3 +382,84 @@ func clip(v json.RawMessage) string {
 	}
 	return string(v)
 }
+
+// Mismatch says how a request's Mcp-Param-* headers disagree with its
+// arguments. A server answers it with HTTP 400 and JSON-RPC error -32020
+// (HeaderMismatch).
+type Mismatch struct {
+	Header string   // the header, as declared (ParamPrefix + Name)
+	Path   []string // the argument's property path
+	Detail string
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("header mismatch: %s %s (argument %q)", m.Header, m.Detail, strings.Join(m.Path, "."))
+}
+
+// Check is the server's side of Headers: it compares the Mcp-Param-*
+// headers h of a tools/call with the call's arguments (a JSON object), one
+// binding at a time, and returns a *Mismatch for the first that
+// disagrees. An argument that is a string, a boolean or a safe integer
+// needs its header, whose value (decoded as DecodeValue does) must be the
+// argument's text as Headers writes it; an argument that is absent or null
+// must have no header; an argument of another kind (an object, an array, a
+// fraction) cannot be carried, so it must have no header either, and the
+// call's own validation judges it. Header names are compared without
+// regard to case, and Go's HTTP server has already trimmed the optional
+// whitespace around values (RFC 9110, section 5.5). Arguments that are not
+// a JSON object are left to the call's own validation too.
+func (b Bindings) Check(h http.Header, arguments json.RawMessage) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	if a := bytes.TrimSpace(arguments); len(a) > 0 && string(a) != "null" {
+		if json.Unmarshal(a, &args) != nil {
+			return nil
+		}
+	}
+	for _, bd := range b {
+		values := headerValues(h, bd.Header())
+		mismatch := func(format string, a ...any) error {
+			return &Mismatch{Header: bd.Header(), Path: slices.Clone(bd.Path), Detail: fmt.Sprintf(format, a...)}
+		}
+		if len(values) > 1 {
+			return mismatch("is sent %d times", len(values))
+		}
+		var text string
+		ok := false
+		if v, found := lookup(args, bd.Path); found {
+			text, ok = primitive(v)
+		}
+		if !ok {
+			if len(values) == 1 {
+				return mismatch("is sent for an argument that is absent, null or not a string, boolean or integer")
+			}
+			continue
+		}
+		if len(values) == 0 {
+			return mismatch("is missing")
+		}
+		got, decoded := DecodeValue(values[0])
+		if !decoded {
+			return mismatch("has a base64 form that does not decode")
+		}
+		if got != text {
+			return mismatch("has value %q, the argument is %q", values[0], text)
+		}
+	}
+	return nil
+}
+
+// headerValues are the values of every field of h named name, compared
+// without regard to case: a server's request has canonical keys, a header
+// built by Headers has the declared spelling.
+func headerValues(h http.Header, name string) []string {
+	var out []string
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			out = append(out, v...)
+		}
+	}
+	return out
+}

@@ -179,3 +179,93 @@ func TestEncodeDecode(t *testing.T) {
 		t.Error("a base64 form that does not decode was accepted")
 	}
 }
+
+// TestCheck: the server's side, with the cases of the official suite's
+// http-custom-header-server-validation scenario among them.
+func TestCheck(t *testing.T) {
+	b, err := Parse(json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"priority":{"type":"integer","x-mcp-header":"Priority"},
+		"verbose":{"type":"boolean","x-mcp-header":"Verbose"},
+		"nested":{"type":"object","properties":{"deep":{"type":"string","x-mcp-header":"Deep"}}},
+		"query":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		args    string
+		headers map[string]string
+		want    string // "" accepted; else the mismatch's header
+	}{
+		{"matching", `{"region":"us-west1","priority":42,"verbose":true}`,
+			map[string]string{"Mcp-Param-Region": "us-west1", "Mcp-Param-Priority": "42", "Mcp-Param-Verbose": "true"}, ""},
+		{"header name in another case", `{"region":"us-west1"}`, map[string]string{"mcp-param-REGION": "us-west1"}, ""},
+		{"valid base64", `{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8=?="}, ""},
+		{"base64 without its prefix is literal", `{"region":"SGVsbG8="}`, map[string]string{"Mcp-Param-Region": "SGVsbG8="}, ""},
+		{"base64 without its suffix is literal", `{"region":"=?base64?SGVsbG8="}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8="}, ""},
+		{"non-ASCII in base64", `{"region":"Hello, 世界"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?="}, ""},
+		{"empty string", `{"region":""}`, map[string]string{"Mcp-Param-Region": ""}, ""},
+		{"nested", `{"nested":{"deep":"x"}}`, map[string]string{"Mcp-Param-Deep": "x"}, ""},
+		{"absent and null need no header", `{"region":null,"query":"q"}`, nil, ""},
+		{"no arguments", ``, nil, ""},
+		{"an object where a string is declared: the call's validation judges it", `{"region":{"a":1}}`, nil, ""},
+		{"arguments not an object", `[1]`, map[string]string{"Mcp-Param-Region": "x"}, ""},
+
+		{"base64 with bad padding", `{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8?="}, "Mcp-Param-Region"},
+		{"base64 with non-alphabet characters", `{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}, "Mcp-Param-Region"},
+		{"missing", `{"region":"test-value"}`, nil, "Mcp-Param-Region"},
+		{"other value", `{"region":"us-west1"}`, map[string]string{"Mcp-Param-Region": "eu-west1"}, "Mcp-Param-Region"},
+		{"values are case-sensitive", `{"region":"us-west1"}`, map[string]string{"Mcp-Param-Region": "US-WEST1"}, "Mcp-Param-Region"},
+		{"integer", `{"priority":42}`, map[string]string{"Mcp-Param-Priority": "43"}, "Mcp-Param-Priority"},
+		{"boolean", `{"verbose":false}`, map[string]string{"Mcp-Param-Verbose": "False"}, "Mcp-Param-Verbose"},
+		{"header for a null argument", `{"verbose":null}`, map[string]string{"Mcp-Param-Verbose": "true"}, "Mcp-Param-Verbose"},
+		{"header for an absent argument", `{}`, map[string]string{"Mcp-Param-Priority": "1"}, "Mcp-Param-Priority"},
+		{"header for an object", `{"region":{"a":1}}`, map[string]string{"Mcp-Param-Region": "x"}, "Mcp-Param-Region"},
+		{"nested missing", `{"nested":{"deep":"x"}}`, nil, "Mcp-Param-Deep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.headers {
+				h.Add(k, v)
+			}
+			err := b.Check(h, json.RawMessage(tc.args))
+			got := ""
+			if err != nil {
+				var m *Mismatch
+				if !errors.As(err, &m) {
+					t.Fatalf("Check: %v, not a *Mismatch", err)
+				}
+				got = m.Header
+			}
+			if got != tc.want {
+				t.Errorf("Check = %v, want a mismatch of %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("sent twice", func(t *testing.T) {
+		h := http.Header{"Mcp-Param-Region": {"a", "a"}}
+		if err := b.Check(h, json.RawMessage(`{"region":"a"}`)); err == nil {
+			t.Error("Check accepted a header sent twice")
+		}
+	})
+}
+
+// TestCheckAcceptsHeaders: whatever Headers writes for a call, Check
+// accepts.
+func TestCheckAcceptsHeaders(t *testing.T) {
+	b, err := Parse(json.RawMessage(`{"properties":{
+		"s":{"type":"string","x-mcp-header":"S"},"i":{"type":"integer","x-mcp-header":"I"},
+		"b":{"type":"boolean","x-mcp-header":"B"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{
+		`{"s":"plain","i":1,"b":false}`, `{"s":" padded\t","i":-9007199254740991}`, `{"s":"=?base64?x?=","i":5.0}`,
+		`{"s":"line\r\nbreak","i":9007199254740992}`, `{"s":"","b":null}`, `{}`,
+	} {
+		if err := b.Check(b.Headers(json.RawMessage(args)), json.RawMessage(args)); err != nil {
+			t.Errorf("arguments %s: %v", args, err)
+		}
+	}
+}

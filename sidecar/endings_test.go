@@ -204,7 +204,10 @@ func TestLostConnectionThenEnding(t *testing.T) {
 // the server, whichever way the session or the sidecar ends.
 func TestSetsidDescendantEndsWithEveryEnding(t *testing.T) {
 	// The setsid'd sleep is the fixture's child (sh execs the fixture).
-	const script = `setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$1"; shift; exec "$@"`
+	// The server starts only once its child has left the group: the child
+	// writes its pid after setsid and then meets the script at a fifo (a
+	// pid taken from $! may be read while its setsid is yet to run).
+	const script = `mkfifo "$1.ready"; setsid sh -c 'echo $$ > "$0"; echo > "$0.ready"; exec sleep 1000' "$1" </dev/null >/dev/null 2>&1 & read _ < "$1.ready"; shift; exec "$@"`
 	for _, e := range processEndings {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()

@@ -215,3 +215,75 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestCmdMCPDeferredSetting: "deferred" in the [mcp] table of the settings
+// file gives clients the three tools of --deferred; the flag, given, wins
+// either way. A bad settings file stops the command.
+func TestCmdMCPDeferredSetting(t *testing.T) {
+	deferredTools := []string{"search_tools", "describe_tools", "call_tool"}
+	for _, tc := range []struct {
+		name     string
+		settings string // "" for no file
+		args     []string
+		want     []string
+	}{
+		{"no settings file", "", nil, []string{"echo"}},
+		{"deferred = true", "[mcp]\ndeferred = true\n", nil, deferredTools},
+		{"deferred = false", "[mcp]\ndeferred = false\n", nil, []string{"echo"}},
+		{"--deferred over deferred = false", "[mcp]\ndeferred = false\n", []string{"--deferred"}, deferredTools},
+		{"--deferred=false over deferred = true", "[mcp]\ndeferred = true\n", []string{"--deferred=false"}, []string{"echo"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			if tc.settings != "" {
+				writeSettings(t, tc.settings)
+			}
+			cfg := writeConfig(t, server{name: "alpha", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})
+			c := startMCP(t, append([]string{"--config", cfg}, tc.args...)...)
+			go io.Copy(io.Discard, c.stderrR)
+			ctx := context.Background()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+				Connect(ctx, &mcp.IOTransport{Reader: c.stdoutR, Writer: c.stdinW}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range list.Tools {
+				got = append(got, tool.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			c.stdinW.Close()
+			if code := <-c.code; code != 0 {
+				t.Errorf("exit %d, want 0", code)
+			}
+		})
+	}
+	t.Run("misspelt key", func(t *testing.T) {
+		isolate(t)
+		path := writeSettings(t, "[mcp]\ndefered = true\n")
+		cfg := writeConfig(t, server{name: "alpha", spec: fixture.Spec{Tools: []fixture.ToolSpec{{Name: "echo"}}}})
+		r := runCmd(t, strings.NewReader(""), "mcp", "--config", cfg)
+		if r.code != 1 || !strings.Contains(r.stderr, path) || !strings.Contains(r.stderr, `did you mean "deferred"?`) {
+			t.Errorf("%s; want exit 1 naming %s and the key", r, path)
+		}
+	})
+}
+
+// writeSettings writes the settings file of the isolated environment.
+func writeSettings(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "mcp-sidecar", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

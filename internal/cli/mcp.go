@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/gateway"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
@@ -38,7 +39,10 @@ HTTP at http://ADDR/mcp instead, for many clients at once, each with its
 own session; the servers end when mcp-sidecar ends. ADDR is loopback unless
 you give a bearer --token (or MCP_SIDECAR_TOKEN). --deferred gives clients
 three tools (search_tools, describe_tools, call_tool) instead of every
-definition. docs/gateway.md shows each client's configuration.
+definition; "deferred = true" in the [mcp] table of the settings file,
+$XDG_CONFIG_HOME/mcp-sidecar/config.toml (~/.config/mcp-sidecar/...), does
+so for every client, and --deferred=false undoes it for one.
+docs/gateway.md shows each client's configuration.
 
 Config files are as for doctor.
 
@@ -66,6 +70,17 @@ func MCP(ctx context.Context, env Env, args []string) int {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError(env, "mcp", fmt.Errorf("bad --log-level %q: use debug, info, warn or error", *logLevel))
+	}
+	// The settings file (config.DefaultSettingsFile) sets what the flags
+	// do once for every client's gateway; a flag given wins.
+	if path, ok := config.DefaultSettingsFile(env.lookup); ok {
+		settings, err := config.ReadSettings(path)
+		if err != nil {
+			return fail(ctx, env.Stderr, "mcp", err)
+		}
+		if d := settings.MCP.Deferred; d != nil && !fs.Changed("deferred") {
+			*deferred = *d
+		}
 	}
 	if *token == "" {
 		*token, _ = env.lookup("MCP_SIDECAR_TOKEN")
