@@ -127,6 +127,9 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 		// OAuth: the client that needs a server opens the authorization
 		// URL (URL-mode elicitation), where it can.
 		"authorization": map[string]any{},
+		// A modern server's input-required results come back as they
+		// are, for the client or the gateway to answer (inputs.go).
+		"inputRequired": true,
 	}
 	if err := g.host.Call(ctx, protocol.MethodInitialize, p, &g.init); err != nil {
 		g.Close(ctx)

@@ -55,10 +55,12 @@ func modern(ss *mcp.ServerSession) bool {
 // callRounds runs p as a call of rounds: it starts the host call, or
 // answers the questions of the one the client's requestState names, and
 // returns either the call's result or the next questions. A new call's
-// ended runs when the host has answered it.
+// ended runs when the host has answered it; a later round of a call of
+// the gateway's has none (a requestState of a modern server's goes to the
+// server in a new call, inputs.go).
 func (c *client) callRounds(ctx context.Context, req *mcp.CallToolRequest, p protocol.ToolsCallParams, name string, ended func()) (*mcp.CallToolResult, error) {
 	var rc *roundCall
-	if state := req.Params.RequestState; state != "" {
+	if state := req.Params.RequestState; state != "" && ended == nil {
 		c.mu.Lock()
 		rc = c.rounds[state]
 		c.mu.Unlock()

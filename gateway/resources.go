@@ -142,9 +142,18 @@ func (c *client) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.ReadResourceResult
-	if err := c.call(ctx, protocol.MethodResourcesRead, protocol.ResourcesReadParams{SessionID: id, Server: s, URI: req.Params.URI}, &res); err != nil {
+	p := protocol.ResourcesReadParams{SessionID: id, Server: s, URI: req.Params.URI}
+	round := inputRound{&p.InputResponses, &p.RequestState, &p.ClientCapabilities}
+	if err := roundOf(req.Session, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState, round); err != nil {
+		return nil, err
+	}
+	raw, err := c.inputRounds(ctx, req.Session, protocol.MethodResourcesRead, round, c.hostRaw(protocol.MethodResourcesRead, &p))
+	if err != nil {
 		return nil, mcpError(err)
+	}
+	var res mcp.ReadResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result of resources/read of %q cannot be relayed: %v", req.Params.URI, err)}
 	}
 	return &res, nil
 }
@@ -201,9 +210,18 @@ func (c *client) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q: prompts are named mcp__<server>__<prompt>", req.Params.Name)}
 	}
-	var res mcp.GetPromptResult
-	if err := c.call(ctx, protocol.MethodPromptsGet, protocol.PromptsGetParams{SessionID: id, Server: s, Name: name, Arguments: req.Params.Arguments}, &res); err != nil {
+	p := protocol.PromptsGetParams{SessionID: id, Server: s, Name: name, Arguments: req.Params.Arguments}
+	round := inputRound{&p.InputResponses, &p.RequestState, &p.ClientCapabilities}
+	if err := roundOf(req.Session, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState, round); err != nil {
+		return nil, err
+	}
+	raw, err := c.inputRounds(ctx, req.Session, protocol.MethodPromptsGet, round, c.hostRaw(protocol.MethodPromptsGet, &p))
+	if err != nil {
 		return nil, mcpError(err)
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result of prompt %q cannot be relayed: %v", req.Params.Name, err)}
 	}
 	return &res, nil
 }

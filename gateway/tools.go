@@ -131,9 +131,21 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 	}
 	rounds := req.Session != nil && modern(req.Session)
-	if rounds && req.Params.RequestState != "" {
-		// A later round of a call in progress.
+	if rounds && req.Params.RequestState != "" && c.hasRound(req.Params.RequestState) {
+		// A later round of a call in progress, whose questions are a
+		// legacy server's (mrtr.go).
 		return c.callRounds(ctx, req, p, name, nil)
+	}
+	// The client's part in a modern server's rounds (inputs.go): a
+	// retry's answers and state go to the server as a call of their own.
+	round := inputRound{&p.InputResponses, &p.RequestState, &p.ClientCapabilities}
+	var responses mcp.InputResponseMap
+	var state string
+	if rounds {
+		responses, state = req.Params.InputResponses, req.Params.RequestState
+	}
+	if err := roundOf(req.Session, meta, responses, state, round); err != nil {
+		return nil, err
 	}
 	forget := func() {}
 	if tok := req.Params.GetProgressToken(); tok != nil {
@@ -150,8 +162,8 @@ func (c *client) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	defer forget()
 	defer c.host.fly(&flight{c: c, ss: req.Session, server: c.serverOf(p)})()
-	var raw json.RawMessage
-	if err := c.call(ctx, protocol.MethodToolsCall, p, &raw); err != nil {
+	raw, err := c.inputRounds(ctx, req.Session, protocol.MethodToolsCall, round, c.hostRaw(protocol.MethodToolsCall, &p))
+	if err != nil {
 		return toolError(ctx, err)
 	}
 	var res mcp.CallToolResult

@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/mcp-sidecar/mcp-sidecar/mcpheader"
 )
@@ -65,6 +67,69 @@ type ToolCall struct {
 	// large argument is read once on its way through. Whether Task is an
 	// object is checked still.
 	Checked bool
+	// Rounds is the call's part in a modern server's multi round-trip,
+	// for a caller that runs the rounds itself.
+	Rounds Rounds
+}
+
+// Rounds is a request's part in a modern server's multi round-trip
+// (MCP 2026-07-28) when its caller, not the connection, runs the rounds:
+// tools/call, prompts/get and resources/read. Legacy connections ignore it.
+type Rounds struct {
+	// Own: an input_required result is the caller's, returned as the
+	// server sent it; without it the connection answers the input
+	// through the handlers and sends the request again itself.
+	Own bool
+	// InputResponses (a JSON object) and RequestState (the JSON string of
+	// the result, as it came) answer the request's last input_required
+	// result; nil for a first round.
+	InputResponses json.RawMessage
+	RequestState   json.RawMessage
+	// Capabilities (a JSON object, MCP's ClientCapabilities) are sent as
+	// the request's io.modelcontextprotocol/clientCapabilities in place of
+	// the connection's; nil for the connection's.
+	Capabilities json.RawMessage
+}
+
+// appendTo appends r's members to the params object of a request (whose
+// closing brace dst does not have yet), compacted.
+func (r Rounds) appendTo(dst []byte) ([]byte, error) {
+	var err error
+	if r.InputResponses != nil {
+		if !isObject(r.InputResponses) {
+			return nil, errors.New("inputResponses must be a JSON object")
+		}
+		dst = append(dst, `,"inputResponses":`...)
+		if dst, err = appendCompact(dst, r.InputResponses); err != nil {
+			return nil, fmt.Errorf("inputResponses: %w", err)
+		}
+	}
+	if r.RequestState != nil {
+		if len(r.RequestState) < 2 || r.RequestState[0] != '"' {
+			return nil, errors.New("requestState must be a JSON string")
+		}
+		dst = append(dst, `,"requestState":`...)
+		if dst, err = appendCompact(dst, r.RequestState); err != nil {
+			return nil, fmt.Errorf("requestState: %w", err)
+		}
+	}
+	return dst, nil
+}
+
+// proto is the protocol's _meta members of a request with r on c: the
+// connection's, or with r's capabilities.
+func (c *Conn) proto(r Rounds) ([]byte, error) {
+	if r.Capabilities == nil || c.era != EraModern {
+		return c.meta, nil
+	}
+	if !isObject(r.Capabilities) {
+		return nil, errors.New("clientCapabilities must be a JSON object")
+	}
+	caps, err := appendCompact(nil, r.Capabilities)
+	if err != nil {
+		return nil, fmt.Errorf("clientCapabilities: %w", err)
+	}
+	return c.modernMeta(c.protocol, caps), nil
 }
 
 // CallToolWith sends tools/call as CallTool and CallToolTask do, with the

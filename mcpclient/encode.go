@@ -80,6 +80,12 @@ func (c *Conn) appendToolCallHead(dst []byte, call ToolCall) (head, args []byte,
 	if call.Task != nil && c.era == EraModern {
 		proto = c.taskMeta // the tasks extension, declared on this call
 	}
+	if call.Rounds.Capabilities != nil {
+		// The caller's capabilities of this call win.
+		if proto, err = c.proto(call.Rounds); err != nil {
+			return nil, nil, err
+		}
+	}
 	if len(call.Meta) > 0 || len(proto) > 0 {
 		head = append(head, `"_meta":`...)
 		if head, err = appendMeta(head, call.Meta, proto); err != nil {
@@ -111,6 +117,12 @@ func (c *Conn) appendToolCallTail(dst []byte, call ToolCall) ([]byte, error) {
 		var err error
 		if dst, err = appendCompact(dst, call.Task); err != nil {
 			return nil, fmt.Errorf("task: %w", err)
+		}
+	}
+	if c.era == EraModern {
+		var err error
+		if dst, err = call.Rounds.appendTo(dst); err != nil {
+			return nil, err
 		}
 	}
 	return append(dst, '}'), nil

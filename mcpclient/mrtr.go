@@ -214,14 +214,16 @@ func retryParams(params, responses, state json.RawMessage) (json.RawMessage, err
 // callRounds sends method and, on a modern connection, answers the input
 // its result asks for and sends it again, until the result is complete.
 // params are the request's own: the connection's _meta is added, unless
-// ours says they carry it already (tools/call encodes its own).
-func (c *Conn) callRounds(ctx context.Context, method string, params json.RawMessage, ours bool) (json.RawMessage, error) {
+// ours says they carry it already (tools/call encodes its own). With
+// own the caller runs the rounds (Rounds.Own): the first result is
+// returned, whatever it asks.
+func (c *Conn) callRounds(ctx context.Context, method string, params json.RawMessage, ours, own bool) (json.RawMessage, error) {
 	send := c.call
 	if ours {
 		send = c.callAsIs
 	}
 	res, err := send(ctx, method, params)
-	if err != nil || c.era != EraModern {
+	if err != nil || c.era != EraModern || own {
 		return res, err
 	}
 	return c.moreRounds(ctx, method, params, res, func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {

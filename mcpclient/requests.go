@@ -66,12 +66,23 @@ func cursorParams(cursor string) json.RawMessage {
 
 // ReadResource sends resources/read.
 func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
-	params := append(append([]byte(`{"uri":`), jsonString(uri)...), '}')
-	return c.callRounds(ctx, "resources/read", params, false)
+	return c.ReadResourceWith(ctx, uri, Rounds{})
+}
+
+// ReadResourceWith sends resources/read with the caller's part in its
+// rounds.
+func (c *Conn) ReadResourceWith(ctx context.Context, uri string, r Rounds) (json.RawMessage, error) {
+	params := append([]byte(`{"uri":`), jsonString(uri)...)
+	return c.sendRounds(ctx, "resources/read", params, r)
 }
 
 // GetPrompt sends prompts/get.
 func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	return c.GetPromptWith(ctx, name, args, Rounds{})
+}
+
+// GetPromptWith sends prompts/get with the caller's part in its rounds.
+func (c *Conn) GetPromptWith(ctx context.Context, name string, args map[string]string, r Rounds) (json.RawMessage, error) {
 	params := append([]byte(`{"name":`), jsonString(name)...)
 	if len(args) > 0 {
 		a, err := marshalNoEscape(args)
@@ -80,7 +91,24 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 		}
 		params = append(append(params, `,"arguments":`...), a...)
 	}
-	return c.callRounds(ctx, "prompts/get", append(params, '}'), false)
+	return c.sendRounds(ctx, "prompts/get", params, r)
+}
+
+// sendRounds sends method with params, a JSON object of ours without its
+// closing brace, and the caller's part r in its rounds.
+func (c *Conn) sendRounds(ctx context.Context, method string, params []byte, r Rounds) (json.RawMessage, error) {
+	if c.era != EraModern {
+		return c.callRounds(ctx, method, append(params, '}'), false, false)
+	}
+	params, err := r.appendTo(params)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	}
+	proto, err := c.proto(r)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %s: %w", c.name, method, err)
+	}
+	return c.callRounds(ctx, method, c.withMetaOf(append(params, '}'), proto), true, r.Own)
 }
 
 // Complete sends completion/complete with params (a CompleteParams object,
@@ -157,7 +185,7 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 	if modernHTTP && len(call.Headers) > 0 {
 		hctx = withParamHeaders(ctx, call.Headers.Headers(call.Arguments))
 	}
-	res, err := c.callRounds(hctx, "tools/call", params, true)
+	res, err := c.callRounds(hctx, "tools/call", params, true, call.Rounds.Own)
 	var se *ServerError
 	if !modernHTTP || !errors.As(err, &se) || se.Code != codeHeaderMismatch {
 		return res, err
@@ -170,7 +198,7 @@ func (c *Conn) callTool(ctx context.Context, call ToolCall) (json.RawMessage, er
 		return res, err
 	}
 	c.opts.Logger.Info("server refused the call's Mcp-Param headers (-32020): sent again with the tool's declarations listed again", "server", c.name, "tool", call.Name)
-	return c.callRounds(withParamHeaders(ctx, bindings.Headers(call.Arguments)), "tools/call", params, true)
+	return c.callRounds(withParamHeaders(ctx, bindings.Headers(call.Arguments)), "tools/call", params, true, call.Rounds.Own)
 }
 
 // maxHeaderListPages bounds the tools/list pages read to find a tool's

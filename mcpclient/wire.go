@@ -389,7 +389,7 @@ func (w *wire) deliver(id int64, result, errv json.RawMessage, respErr error) {
 			e.done.CallEnded(nil, err)
 			return
 		}
-		if kind == resultInputRequired && e.started != nil {
+		if kind == resultInputRequired && e.started != nil && !e.started.Rounds.Own {
 			w.startRounds(id, e, result)
 			return
 		}

@@ -54,6 +54,12 @@ func (p *ToolsCallParams) member(name, v []byte) error {
 		p.SandboxState = v
 	case "task":
 		p.Task = v
+	case "inputResponses":
+		p.InputResponses = v
+	case "requestState":
+		p.RequestState = v
+	case "clientCapabilities":
+		p.ClientCapabilities = v
 	case "timeoutMs":
 		if string(v) != "null" {
 			n, err := ParseIntegerField("timeoutMs", v)

@@ -89,6 +89,11 @@ type HostCapabilities struct {
 	Inputs bool `json:"inputs,omitempty"`
 	// Extensions are the MCP extensions the host handles (capabilities.go).
 	Extensions Extensions `json:"extensions,omitempty"`
+	// InputRequired: the host answers a modern server's input-required
+	// results itself (docs/protocol.md, "Multi round-trip requests"): the
+	// sidecar returns them as the server sent them, and the host sends
+	// the request again with inputResponses and requestState.
+	InputRequired bool `json:"inputRequired,omitempty"`
 }
 
 type LauncherParams struct {
@@ -257,6 +262,15 @@ type ToolsCallParams struct {
 	TimeoutMs    int64                      `json:"timeoutMs,omitempty"`
 	// Task asks for a task-augmented call ({} or {"ttl": ms}; see tasks.go).
 	Task json.RawMessage `json:"task,omitempty"`
+	// InputResponses and RequestState are the host's answer to an
+	// input-required result of the request (capabilities.inputRequired):
+	// the inputResponses object, and the result's requestState as it came
+	// (a JSON string), sent on to the server byte for byte.
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   json.RawMessage `json:"requestState,omitempty"`
+	// ClientCapabilities are MCP's ClientCapabilities of this request: a
+	// modern server is sent them in _meta in place of the session's.
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
 }
 
 // ServerRequestParams are the params of requests aimed at one server
@@ -272,6 +286,15 @@ type ResourcesReadParams struct {
 	SessionID string `json:"sessionId"`
 	Server    string `json:"server"`
 	URI       string `json:"uri"`
+	// InputResponses and RequestState are the host's answer to an
+	// input-required result of the request (capabilities.inputRequired):
+	// the inputResponses object, and the result's requestState as it came
+	// (a JSON string), sent on to the server byte for byte.
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   json.RawMessage `json:"requestState,omitempty"`
+	// ClientCapabilities are MCP's ClientCapabilities of this request: a
+	// modern server is sent them in _meta in place of the session's.
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
 }
 
 type ResourcesDiscoverParams struct {
@@ -285,6 +308,15 @@ type PromptsGetParams struct {
 	Server    string            `json:"server"`
 	Name      string            `json:"name"`
 	Arguments map[string]string `json:"arguments,omitempty"`
+	// InputResponses and RequestState are the host's answer to an
+	// input-required result of the request (capabilities.inputRequired):
+	// the inputResponses object, and the result's requestState as it came
+	// (a JSON string), sent on to the server byte for byte.
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   json.RawMessage `json:"requestState,omitempty"`
+	// ClientCapabilities are MCP's ClientCapabilities of this request: a
+	// modern server is sent them in _meta in place of the session's.
+	ClientCapabilities json.RawMessage `json:"clientCapabilities,omitempty"`
 }
 
 type ReconnectResult struct {

@@ -149,8 +149,12 @@ func (s *Server) resourcesRead(ctx context.Context, rq *request) (result, error)
 	if p.URI == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "uri is required")
 	}
+	rounds, err := s.inputRounds(p.InputResponses, p.RequestState, p.ClientCapabilities)
+	if err != nil {
+		return result{}, err
+	}
 	return s.forward(ctx, rq, protocol.MethodResourcesRead, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
-		return conn.ReadResource(ctx, p.URI)
+		return conn.ReadResourceWith(ctx, p.URI, rounds)
 	})
 }
 
@@ -285,8 +289,12 @@ func (s *Server) promptsGet(ctx context.Context, rq *request) (result, error) {
 	if p.Name == "" {
 		return result{}, protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "name is required")
 	}
+	rounds, err := s.inputRounds(p.InputResponses, p.RequestState, p.ClientCapabilities)
+	if err != nil {
+		return result{}, err
+	}
 	return s.forward(ctx, rq, protocol.MethodPromptsGet, p.SessionID, p.Server, func(ctx context.Context, conn *mcpclient.Conn) (json.RawMessage, error) {
-		return conn.GetPrompt(ctx, p.Name, p.Arguments)
+		return conn.GetPromptWith(ctx, p.Name, p.Arguments, rounds)
 	})
 }
 

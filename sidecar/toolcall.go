@@ -48,6 +48,7 @@ type toolCall struct {
 	timeoutName string
 	limit       time.Duration
 	progressKey string // of the call's progress token; "" without one
+	rounds      mcpclient.Rounds
 }
 
 // errWouldWait is prepareToolCall's answer, when it may not wait, for a
@@ -111,7 +112,11 @@ func (s *Server) prepareToolCall(ctx context.Context, params json.RawMessage, re
 		return protocol.NewError(protocol.CodeInvalidParams, protocol.KindInvalidParams, "timeoutMs must not be negative")
 	}
 
-	*tc = toolCall{sess: sess, p: p}
+	rounds, err := inputRounds(sess.env.hostCaps, p.InputResponses, p.RequestState, p.ClientCapabilities)
+	if err != nil {
+		return err
+	}
+	*tc = toolCall{sess: sess, p: p, rounds: rounds}
 	budget := newWaitBudget(p.TimeoutMs)
 	if wait {
 		if tc.sc, tc.bound, err = sess.bind(ctx, p, budget); err != nil {
@@ -261,7 +266,7 @@ func (sess *Session) bindNow(p protocol.ToolsCallParams) (*serverConn, catalog.T
 func (tc *toolCall) toolCall() mcpclient.ToolCall {
 	return mcpclient.ToolCall{
 		Name: tc.bound.Name, Arguments: tc.p.Arguments, Meta: tc.meta, Task: tc.p.Task,
-		Headers: tc.bound.Headers, Checked: true,
+		Headers: tc.bound.Headers, Checked: true, Rounds: tc.rounds,
 	}
 }
 

@@ -111,6 +111,9 @@ pub struct HostCapabilities {
     /// The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<BTreeMap<String, Map<String, Value>>>,
+    /// The host answers a modern server's input-required results itself (MCP 2026-07-28 multi round-trip): tools/call, prompts/get and resources/read return them as the server sent them (resultType input_required, inputRequests with the server's keys, requestState), and the host sends the request again with inputResponses and requestState. Without it, the sidecar answers them through mcp/elicit, mcp/sample and mcp/roots.
+    #[serde(rename = "inputRequired", default, skip_serializing_if = "Option::is_none")]
+    pub input_required: Option<bool>,
 }
 
 /// The sandbox launcher candidate to probe.
@@ -1472,6 +1475,15 @@ pub struct ToolsCallParams {
     /// Call the tool as a task (MCP tasks): {} or {ttl} in milliseconds. The result is then the server's CreateTaskResult.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<ToolsCallParamsTask>,
+    /// The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired).
+    #[serde(rename = "inputResponses", default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The requestState of the request's input-required result, as it came: sent on to the server byte for byte.
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's.
+    #[serde(rename = "clientCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<Map<String, Value>>,
 }
 
 /// Who a content block is meant for (MCP's Role).
@@ -1811,6 +1823,34 @@ pub struct CallToolResult {
     pub extra: Map<String, Value>,
 }
 
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputRequiredResultInputRequestsValue {
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A modern server's input-required result as it sent it (MCP 2026-07-28 multi round-trip), the answer of tools/call, prompts/get and resources/read to a host that declared capabilities.inputRequired: the host answers inputRequests and sends the request again with inputResponses and requestState.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputRequiredResult {
+    #[serde(rename = "resultType")]
+    pub result_type: String,
+    /// The server's requests (elicitation/create, sampling/createMessage, roots/list) by its keys; empty when the server sheds load.
+    #[serde(rename = "inputRequests", default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<BTreeMap<String, InputRequiredResultInputRequestsValue>>,
+    /// Opaque: sent back as it is.
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members this version of the protocol does not name, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// text: the text of the text blocks, each from a new line; json: the whole result as the server sent it, indented.
 /// Values a later version adds parse as `Other`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -1919,6 +1959,15 @@ pub struct ResourcesReadParams {
     /// A server name from initialize's servers.
     pub server: String,
     pub uri: String,
+    /// The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired).
+    #[serde(rename = "inputResponses", default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The requestState of the request's input-required result, as it came: sent on to the server byte for byte.
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's.
+    #[serde(rename = "clientCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1943,6 +1992,15 @@ pub struct PromptsGetParams {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<BTreeMap<String, String>>,
+    /// The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired).
+    #[serde(rename = "inputResponses", default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The requestState of the request's input-required result, as it came: sent on to the server byte for byte.
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's.
+    #[serde(rename = "clientCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<Map<String, Value>>,
 }
 
 /// sessionId and server, plus MCP's completion/complete params (ref, argument, context), which go to the server as they are.
@@ -3344,6 +3402,7 @@ pub struct InputResult {
 #[serde(untagged)]
 pub enum ToolsCallResult {
     CreateTaskResult(CreateTaskResult),
+    InputRequiredResult(InputRequiredResult),
     CallToolResult(CallToolResult),
 }
 

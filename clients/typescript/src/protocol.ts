@@ -25,6 +25,8 @@ export interface HostCapabilities {
   inputs?: boolean;
   /** The MCP extensions the host handles (MCP 2026-07-28, "Extensions"): each name ({vendor-prefix}/{extension-name}, e.g. io.modelcontextprotocol/ui for MCP Apps) with its settings object. Declared as they are to every server of protocol 2026-07-28; what such servers send for them passes through untouched. */
   extensions?: { [key: string]: { [key: string]: unknown } };
+  /** The host answers a modern server's input-required results itself (MCP 2026-07-28 multi round-trip): tools/call, prompts/get and resources/read return them as the server sent them (resultType input_required, inputRequests with the server's keys, requestState), and the host sends the request again with inputResponses and requestState. Without it, the sidecar answers them through mcp/elicit, mcp/sample and mcp/roots. */
+  inputRequired?: boolean;
 }
 
 /** The sandbox launcher candidate to probe. */
@@ -287,6 +289,12 @@ export interface ToolsCallParams {
     ttl?: number;
     [key: string]: unknown;
   };
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 /** The server's CallToolResult as it sent it. */
@@ -296,6 +304,21 @@ export interface CallToolResult {
   /** The tool ran and failed. */
   isError?: boolean;
   /** The server's _meta; with the sidecar's mcp-sidecar/truncated (an OutputCut) when it cut the result to its limit. */
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** A modern server's input-required result as it sent it (MCP 2026-07-28 multi round-trip), the answer of tools/call, prompts/get and resources/read to a host that declared capabilities.inputRequired: the host answers inputRequests and sends the request again with inputResponses and requestState. */
+export interface InputRequiredResult {
+  resultType: "input_required";
+  /** The server's requests (elicitation/create, sampling/createMessage, roots/list) by its keys; empty when the server sheds load. */
+  inputRequests?: { [key: string]: {
+      method: string;
+      params?: { [key: string]: unknown };
+      [key: string]: unknown;
+    } };
+  /** Opaque: sent back as it is. */
+  requestState?: string;
   _meta?: { [key: string]: unknown };
   [key: string]: unknown;
 }
@@ -472,6 +495,12 @@ export interface ResourcesReadParams {
   /** A server name from initialize's servers. */
   server: string;
   uri: string;
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 export interface ResourcesDiscoverParams {
@@ -490,6 +519,12 @@ export interface PromptsGetParams {
   server: string;
   name: string;
   arguments?: { [key: string]: string };
+  /** The answers to the input requests of the request's input-required result, by the server's keys (capabilities.inputRequired). */
+  inputResponses?: { [key: string]: unknown };
+  /** The requestState of the request's input-required result, as it came: sent on to the server byte for byte. */
+  requestState?: string;
+  /** MCP's ClientCapabilities of this request: a modern server is sent them (_meta io.modelcontextprotocol/clientCapabilities) in place of the session's. */
+  clientCapabilities?: { [key: string]: unknown };
 }
 
 /** sessionId and server, plus MCP's completion/complete params (ref, argument, context), which go to the server as they are. */
@@ -1130,7 +1165,7 @@ export interface RequestMap {
   /** The session catalog; waits for startups in flight and refreshes stale catalogs first. */
   "tools/list": { params: ToolsListParams; result: ToolsListResult };
   /** Calls one tool; the result is the server's CallToolResult as received (with task: its CreateTaskResult). */
-  "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult };
+  "tools/call": { params: ToolsCallParams; result: CallToolResult | CreateTaskResult | InputRequiredResult };
   /** Ranks the session catalog for a query (free text, /regex/, select:names); dormant servers are searched in their cached catalog. Waits for startups in flight and refreshes stale catalogs first. */
   "tools/search": { params: ToolsSearchParams; result: ToolsSearchResult };
   /** The full definitions of tools named by qualified name, in the order asked; names the catalog lacks are listed in missing. */
