@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,8 +153,15 @@ func (c *client) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcpError(err)
 	}
 	var res mcp.ReadResourceResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := json.Unmarshal(withResultType(req.Session, raw), &res); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result of resources/read of %q cannot be relayed: %v", req.Params.URI, err)}
+	}
+	if res.CacheScope == "" {
+		// go-sdk writes the member whatever its value, and MCP 2026-07-28
+		// knows "public" and "private" only. A server that gave no scope
+		// (any server of an earlier protocol) gets the gateway's: its
+		// content is one user's, as the gateway's listings are (noCache).
+		res.CacheScope = noCache.CacheScope
 	}
 	return &res, nil
 }
@@ -220,7 +228,7 @@ func (c *client) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 		return nil, mcpError(err)
 	}
 	var res mcp.GetPromptResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := json.Unmarshal(withResultType(req.Session, raw), &res); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result of prompt %q cannot be relayed: %v", req.Params.Name, err)}
 	}
 	return &res, nil
@@ -262,4 +270,31 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, mcpError(err)
 	}
 	return &res, nil
+}
+
+// withResultType is raw, a result of resources/read or prompts/get, with
+// resultType "complete" when it has none and the client speaks MCP
+// 2026-07-28, which requires the member of these results (a server of an
+// earlier protocol sends none). go-sdk sets it on the results of its own
+// handlers; the gateway answers these methods in its middleware, past
+// them, so it sets it here, where go-sdk's decoding of the result takes it
+// in.
+func withResultType(ss *mcp.ServerSession, raw json.RawMessage) json.RawMessage {
+	if !modern(ss) {
+		return raw
+	}
+	var probe struct {
+		ResultType *string `json:"resultType"`
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe.ResultType != nil {
+		return raw
+	}
+	rest := bytes.TrimSpace(trimmed[1:])
+	out := make([]byte, 0, len(trimmed)+25)
+	out = append(out, `{"resultType":"complete"`...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
