@@ -9,6 +9,7 @@ import {
   type CreateTaskResult,
   type ElicitParams,
   type ElicitResult,
+  type InputRequiredResult,
   type KnownContentBlock,
   type SidecarClient,
   type Task,
@@ -57,9 +58,10 @@ export async function callToolResultFollowsTask(): Promise<void> {
   const either = client.callTool(someParams);
   expectTrue<Equal<typeof either, Promise<ToolResult | CreateTaskResult>>>(true);
 
-  // request() answers by RequestMap: the union, as the schema says.
+  // request() answers by RequestMap: the union, as the schema says (an
+  // InputRequiredResult only for a host that declared capabilities.inputRequired).
   const raw = client.request('tools/call', someParams);
-  expectTrue<Equal<typeof raw, Promise<CallToolResult | CreateTaskResult>>>(true);
+  expectTrue<Equal<typeof raw, Promise<CallToolResult | CreateTaskResult | InputRequiredResult>>>(true);
 
   // @ts-expect-error sessionId is required
   void client.callTool({ name: 'mcp__example__echo' });
