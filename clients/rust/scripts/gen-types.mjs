@@ -14,7 +14,8 @@
 //   anyOf of $refs told apart by a member with a const value, the last an
 //   open object             -> enum with a variant per value and Unknown(Value);
 //                              the variants' structs leave that member out
-//   const                   -> String
+//   const                   -> String; a required one must hold that value (so an
+//                              untagged union goes on to its next variant)
 //   no type (any JSON)      -> serde_json::Value; members in EXACT_BYTES -> Box<RawValue>
 // Deserializing never refuses unknown members: a host must tolerate additions
 // (docs/protocol.md, "Versioning").
@@ -206,6 +207,12 @@ function defineStruct(name, s) {
     const attrs = [];
     if (field.replace(/^r#/, '') !== prop) attrs.push(`rename = ${JSON.stringify(prop)}`);
     let ty = t.t;
+    if (req.has(prop) && typeof ps.const === 'string') {
+      // A const member holds that value or the struct does not parse, so
+      // that an untagged union of it goes on to its next variant (an
+      // InputRequiredResult is never a complete CallToolResult).
+      attrs.push(`deserialize_with = ${JSON.stringify(constReader(ps.const))}`);
+    }
     if (!req.has(prop)) {
       if (!t.nullable) ty = `Option<${ty}>`;
       attrs.push('default', 'skip_serializing_if = "Option::is_none"');
@@ -223,6 +230,30 @@ function defineStruct(name, s) {
   const derives = ['Debug', 'Clone', ...(eq ? ['PartialEq'] : []), ...(defaultable ? ['Default'] : []), 'Serialize', 'Deserialize'];
   items.push(
     [...docComment(s.description), `#[derive(${derives.join(', ')})]`, `pub struct ${name} {`, ...fields, '}'].join('\n'),
+  );
+}
+
+// The readers of required const members: value -> function name.
+const constReaders = new Map();
+
+function constReader(value) {
+  if (!constReaders.has(value)) constReaders.set(value, `const_${snake(value).replace(/^r#/, '')}`);
+  return constReaders.get(value);
+}
+
+function constReaderItems() {
+  return [...constReaders].map(([value, fn]) =>
+    [
+      `/// Reads a member whose value must be ${JSON.stringify(value)} (the schema's const).`,
+      `fn ${fn}<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {`,
+      '    let v = String::deserialize(d)?;',
+      `    if v == ${JSON.stringify(value)} {`,
+      '        Ok(v)',
+      '    } else {',
+      `        Err(serde::de::Error::custom(format!("expected ${JSON.stringify(value).replace(/"/g, '\\"')}, got {v:?}")))`,
+      '    }',
+      '}',
+    ].join('\n'),
   );
 }
 
@@ -531,6 +562,7 @@ function decodeFn() {
 const body = [
   header,
   ...items,
+  ...constReaderItems(),
   reqLines.join('\n'),
   hostReqLines.join('\n'),
   messageEnum('Notification', sidecarNotes, 'A notification of the sidecar', (n) => n.params),

@@ -1836,7 +1836,7 @@ pub struct InputRequiredResultInputRequestsValue {
 /// A modern server's input-required result as it sent it (MCP 2026-07-28 multi round-trip), the answer of tools/call, prompts/get and resources/read to a host that declared capabilities.inputRequired: the host answers inputRequests and sends the request again with inputResponses and requestState.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InputRequiredResult {
-    #[serde(rename = "resultType")]
+    #[serde(rename = "resultType", deserialize_with = "const_input_required")]
     pub result_type: String,
     /// The server's requests (elicitation/create, sampling/createMessage, roots/list) by its keys; empty when the server sheds load.
     #[serde(rename = "inputRequests", default, skip_serializing_if = "Option::is_none")]
@@ -2824,6 +2824,7 @@ pub struct PrimitiveSchemaDefinition {
 pub struct ElicitationSchema {
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
+    #[serde(deserialize_with = "const_object")]
     pub r#type: String,
     /// The fields by name.
     pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
@@ -3404,6 +3405,26 @@ pub enum ToolsCallResult {
     CreateTaskResult(CreateTaskResult),
     InputRequiredResult(InputRequiredResult),
     CallToolResult(CallToolResult),
+}
+
+/// Reads a member whose value must be "input_required" (the schema's const).
+fn const_input_required<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let v = String::deserialize(d)?;
+    if v == "input_required" {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!("expected \"input_required\", got {v:?}")))
+    }
+}
+
+/// Reads a member whose value must be "object" (the schema's const).
+fn const_object<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let v = String::deserialize(d)?;
+    if v == "object" {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!("expected \"object\", got {v:?}")))
+    }
 }
 
 /// The requests of the host, one type each (see `Request`).

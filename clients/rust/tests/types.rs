@@ -33,6 +33,28 @@ fn tools_call_result_is_create_task_result_only_with_a_task() {
 }
 
 #[test]
+fn tools_call_result_is_input_required_only_when_it_says_so() {
+    // A 2026-07-28 server's complete result names its resultType: it is
+    // a CallToolResult, not an InputRequiredResult.
+    let complete = r#"{"resultType":"complete","content":[{"type":"text","text":"42"}]}"#;
+    match serde_json::from_str::<ToolsCallResult>(complete).expect("a complete answer") {
+        ToolsCallResult::CallToolResult(r) => assert_eq!(r.text(), "42"),
+        other => panic!("a complete answer decoded as {other:?}"),
+    }
+    // For a host that declared capabilities.inputRequired: the server's
+    // input requests and requestState, as it sent them.
+    let input = r#"{"resultType":"input_required","inputRequests":{"user_name":{"method":"elicitation/create","params":{"message":"Name?"}}},"requestState":"s-1"}"#;
+    match serde_json::from_str::<ToolsCallResult>(input).expect("an input-required answer") {
+        ToolsCallResult::InputRequiredResult(r) => {
+            assert_eq!(r.request_state.as_deref(), Some("s-1"));
+            let requests = r.input_requests.expect("input requests");
+            assert_eq!(requests["user_name"].method, "elicitation/create");
+        }
+        other => panic!("an input-required answer decoded as {other:?}"),
+    }
+}
+
+#[test]
 fn content_blocks_by_type_and_unknown_as_received() {
     let cases: Vec<(&str, Value, &str)> = vec![
         ("text", json!({"type": "text", "text": "hi", "_meta": {"k": 1}}), "Text"),
