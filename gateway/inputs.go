@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/inputrounds"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,18 +26,6 @@ import (
 // and sends the request again, as go-sdk's client does, within go-sdk's
 // bounds. Either way the server is told the capabilities of the client
 // that made the request, not the gateway's.
-
-// Bounds of the rounds the gateway runs for a legacy client, as go-sdk's
-// client has them (mcp/mrtr.go): requests in all, and answers that ask
-// for nothing (a server shedding load) in a row.
-const (
-	maxInputRounds    = 10
-	maxSheddingRounds = 3
-)
-
-// sheddingWait is the pause before a request that asked for nothing is
-// sent again, times the count of such answers in a row.
-const sheddingWait = 100 * time.Millisecond
 
 // capabilitiesMetaKey is where a request of 2026-07-28 carries its
 // client's capabilities.
@@ -119,8 +107,8 @@ func (c *client) inputRounds(ctx context.Context, ss *mcp.ServerSession, method 
 	if err != nil || ss == nil || modern(ss) {
 		return res, err
 	}
-	shedding := 0
-	for round := 1; ; round++ {
+	var bound inputrounds.Bound
+	for {
 		var ir struct {
 			ResultType    string              `json:"resultType"`
 			InputRequests mcp.InputRequestMap `json:"inputRequests"`
@@ -132,20 +120,14 @@ func (c *client) inputRounds(ctx context.Context, ss *mcp.ServerSession, method 
 		if ir.ResultType != "input_required" {
 			return res, nil
 		}
-		if round >= maxInputRounds {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: the server still asked for input after %d requests", method, round)}
-		}
-		responses := mcp.InputResponseMap{}
-		if len(ir.InputRequests) == 0 {
-			shedding++
-			if shedding >= maxSheddingRounds {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: the server answered %d times in a row that it needs input without asking for any", method, shedding)}
-			}
-			if err := sleepCtx(ctx, time.Duration(shedding)*sheddingWait); err != nil {
+		if err := bound.Next(ctx, len(ir.InputRequests)); err != nil {
+			if ctx.Err() != nil {
 				return nil, err
 			}
-		} else {
-			shedding = 0
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: the server %v", method, err)}
+		}
+		responses := mcp.InputResponseMap{}
+		if len(ir.InputRequests) > 0 {
 			if responses, err = askClient(ctx, ss, ir.InputRequests); err != nil {
 				return nil, err
 			}
@@ -215,17 +197,6 @@ func askOne(ctx context.Context, ss *mcp.ServerSession, req mcp.InputRequest) (m
 		return ss.ListRoots(ctx, p)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("an input request of kind %T the gateway cannot ask", req)}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // hostRaw is a host request's result as it came, for inputRounds.

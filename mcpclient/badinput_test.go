@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/inputrounds"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
 )
 
@@ -131,8 +132,8 @@ func TestInputRequestsBadInput(t *testing.T) {
 		{"input request params not an object", ask(`{"q":{"method":"roots/list","params":7}}`, ""), true, `params are not an object`, ErrMalformedResult, 1},
 		{"a method no server asks a client", ask(`{"q":{"method":"tools/list","params":{}}}`, ""), true, `"tools/list" is not a request a server may ask of a client`, nil, 1},
 		{"a capability not declared", ask(elicit, ""), false, "client does not support elicitation", nil, 1},
-		{"input asked forever", ask(elicit, `"s"`), true, "still asked for input after 10 requests", ErrTooManyRounds, maxRounds},
-		{"nothing asked, ever", ask(`{}`, ""), true, "3 times in a row that it needs input without asking for any", ErrTooManyRounds, maxSheddingRounds},
+		{"input asked forever", ask(elicit, `"s"`), true, "still asked for input after 10 requests", ErrTooManyRounds, inputrounds.MaxRequests},
+		{"nothing asked, ever", ask(`{}`, ""), true, "3 times in a row that it needs input without asking for any", ErrTooManyRounds, inputrounds.MaxShedding},
 		{"more inputs at once than may wait on the host", ask(`{"a":{"method":"roots/list"},"b":{"method":"roots/list"},"c":{"method":"roots/list"}}`, ""), true, "asks for 3 inputs at once, more than the 2", ErrTooManyRounds, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/inputrounds"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 )
 
@@ -31,19 +32,14 @@ const (
 	resultTask          = "task" // the tasks extension: a task was created
 )
 
-// Bounds of the rounds of one request, as go-sdk's: requests in all, and
-// answers that ask for nothing (a server shedding load) in a row.
-const (
-	maxRounds         = 10
-	maxSheddingRounds = 3
-)
-
 // sheddingWait is the pause before a request is sent again after an
-// answer that asked for nothing, times the count of such answers.
-var sheddingWait = 100 * time.Millisecond
+// answer that asked for nothing, times the count of such answers
+// (inputrounds.Pause; tests shorten it).
+var sheddingWait = inputrounds.Pause
 
 // ErrTooManyRounds is the errors.Is target of a request a server kept
-// asking input for beyond the bound (maxRounds requests in all).
+// asking input for beyond the bound (inputrounds: requests in all, or
+// answers that asked for nothing in a row).
 var ErrTooManyRounds = errors.New("too many rounds of input requests")
 
 // resultType is the top-level resultType of a result ("" when it has
@@ -235,8 +231,8 @@ func (c *Conn) callRounds(ctx context.Context, method string, params json.RawMes
 // sent with params: while res asks for input, the input is gathered and
 // the request sent again with send.
 func (c *Conn) moreRounds(ctx context.Context, method string, params, res json.RawMessage, send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	shedding := 0
-	for round := 1; ; round++ {
+	bound := inputrounds.Bound{Pause: sheddingWait}
+	for {
 		if resultType(res) != resultInputRequired {
 			return res, nil
 		}
@@ -244,23 +240,16 @@ func (c *Conn) moreRounds(ctx context.Context, method string, params, res json.R
 		if err != nil {
 			return nil, err
 		}
-		if round >= maxRounds {
-			return nil, fmt.Errorf("server %q: %s: still asked for input after %d requests: %w", c.name, method, round, ErrTooManyRounds)
-		}
-		var responses json.RawMessage
-		if len(ir.requests) == 0 {
-			// Nothing asked: the server sheds load, or wants the state
-			// back at once. Again, after a pause that grows.
-			shedding++
-			if shedding >= maxSheddingRounds {
-				return nil, fmt.Errorf("server %q: %s: answered %d times in a row that it needs input without asking for any: %w", c.name, method, shedding, ErrTooManyRounds)
-			}
-			if err := sleepCtx(ctx, time.Duration(shedding)*sheddingWait); err != nil {
+		// Nothing asked: the server sheds load, or wants the state back
+		// at once. Again, after a pause that grows.
+		if err := bound.Next(ctx, len(ir.requests)); err != nil {
+			if ctx.Err() != nil {
 				return nil, err
 			}
-			responses = json.RawMessage(`{}`)
-		} else {
-			shedding = 0
+			return nil, fmt.Errorf("server %q: %s: %v: %w", c.name, method, err, ErrTooManyRounds)
+		}
+		responses := json.RawMessage(`{}`)
+		if len(ir.requests) > 0 {
 			if responses, err = c.fulfil(ctx, method, ir); err != nil {
 				return nil, err
 			}
