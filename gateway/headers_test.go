@@ -81,15 +81,31 @@ func TestParamHeaders(t *testing.T) {
 	}
 }
 
-// post2026 sends one tools/call of MCP 2026-07-28, with the standard
-// headers go-sdk checks and the extra ones given; it returns the status
-// and the JSON-RPC message of the answer (JSON, or the one event of an
-// SSE stream).
+// post2026 sends one tools/call of MCP 2026-07-28 (send2026).
 func post2026(t *testing.T, url, tool, args string, extra map[string]string) (int, []byte) {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,
-		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
-		"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	return send2026(t, url, "tools/call", tool, `{"name":"`+tool+`","arguments":`+args+`}`, extra)
+}
+
+// send2026 sends one request of MCP 2026-07-28 over HTTP, params a JSON
+// object to which the request's _meta is added, with the standard headers
+// go-sdk checks (Mcp-Name when name is not "") and the extra ones given;
+// it returns the status and the JSON-RPC message of the answer (JSON, or
+// the one event of an SSE stream).
+func send2026(t *testing.T, url, method, name, params string, extra map[string]string) (int, []byte) {
+	t.Helper()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
+		"io.modelcontextprotocol/clientCapabilities":{}}`
+	params = strings.TrimSpace(params)
+	if !strings.HasPrefix(params, "{") || !strings.HasSuffix(params, "}") {
+		t.Fatalf("params %s: not an object", params)
+	}
+	if inner := strings.TrimSpace(params[1 : len(params)-1]); inner != "" {
+		params = "{" + inner + "," + meta + "}"
+	} else {
+		params = "{" + meta + "}"
+	}
+	body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":` + params + `}`
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +113,10 @@ func post2026(t *testing.T, url, tool, args string, extra map[string]string) (in
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}

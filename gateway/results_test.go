@@ -1,12 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/mcp-sidecar/mcp-sidecar/gateway"
@@ -43,45 +39,16 @@ func TestModernResultMembers(t *testing.T) {
 	}
 }
 
-// post2026Request sends one request of MCP 2026-07-28 over HTTP (params
-// a JSON object, its _meta added) and returns the members of its result.
+// post2026Request sends one request of MCP 2026-07-28 (send2026) and
+// returns the members of its result.
 func post2026Request(t *testing.T, url, method, name, params string) map[string]json.RawMessage {
 	t.Helper()
-	var p map[string]any
-	if err := json.Unmarshal([]byte(params), &p); err != nil {
-		t.Fatal(err)
-	}
-	p["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "t", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := bytes.LastIndex(b, []byte("data:")); i >= 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b = bytes.TrimSpace(b[i+len("data:"):])
-	}
+	status, b := send2026(t, url, method, name, params, nil)
 	var got struct {
 		Result map[string]json.RawMessage `json:"result"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil || got.Result == nil {
-		t.Fatalf("%s: HTTP %d, body %s: %v", method, resp.StatusCode, b, err)
+		t.Fatalf("%s: HTTP %d, body %s: %v", method, status, b, err)
 	}
 	return got.Result
 }
