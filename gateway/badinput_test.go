@@ -80,7 +80,7 @@ func TestDisconnectMidCall(t *testing.T) {
 	if _, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
-	otherPID := readPID(t, pidFile)
+	otherPID := fixture.ReadPID(t, pidFile)
 
 	// The leaving client's pipes, which it drops as a process that dies
 	// does.
@@ -101,7 +101,7 @@ func TestDisconnectMidCall(t *testing.T) {
 	p.SetProgressToken(1)
 	go cs.CallTool(ctx, p)
 	<-sleeping
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	if pid == otherPID {
 		t.Fatal("both clients' calls went to one process")
 	}

@@ -350,7 +350,7 @@ func TestClientCloseEndsServers(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
-	pid := readPID(t, pidFile)
+	pid := fixture.ReadPID(t, pidFile)
 	cs.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -360,19 +360,6 @@ func TestClientCloseEndsServers(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("server process %d still runs after its client closed", pid)
 	}
-}
-
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	if err := json.Unmarshal(b, &pid); err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }
 
 func TestDeferred(t *testing.T) {
