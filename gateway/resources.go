@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -283,11 +284,10 @@ func withResultType(ss *mcp.ServerSession, raw json.RawMessage) json.RawMessage 
 	if !modern(ss) {
 		return raw
 	}
-	var probe struct {
-		ResultType *string `json:"resultType"`
-	}
+	// The host's results are checked JSON; a result of megabytes names
+	// its resultType, if at all, at one end.
 	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe.ResultType != nil {
+	if len(trimmed) == 0 || trimmed[0] != '{' || jsonscan.OuterMember(trimmed, "resultType", false) != nil {
 		return raw
 	}
 	rest := bytes.TrimSpace(trimmed[1:])
