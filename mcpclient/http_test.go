@@ -149,6 +149,9 @@ type restartingServer struct {
 	// on a session the server knows.
 	reject400 func(body []byte) bool
 	pings     int // ping requests seen
+	// intercept, when set, sees each request first and answers it itself
+	// when it returns true.
+	intercept func(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
 // unknownSessionBody is what server-everything answers, 400, for a session
@@ -196,7 +199,11 @@ func (rs *restartingServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	unknown := sid != "" && (rs.forget400 || rs.unknown400 && !rs.current[sid])
 	reject := rs.reject400 != nil && rs.reject400(body)
+	intercept := rs.intercept
 	rs.mu.Unlock()
+	if intercept != nil && intercept(w, r, body) {
+		return
+	}
 	switch {
 	case forget:
 		http.Error(w, "session not found", http.StatusNotFound)
@@ -280,6 +287,78 @@ func (rs *restartingServer) counts() (inits int, deletes, sessions []string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.inits, slices.Clone(rs.deletes), slices.Clone(rs.sessions)
+}
+
+// TestSessionRenewedUnderACallInFlight: the GET stream finds the session
+// gone and renews it while a call's POST is still waiting for its answer.
+// The server answers that POST 404 (it never processed the call): the call
+// is sent again on the renewed session and succeeds, rather than failing
+// with the requests the renewal found in flight.
+func TestSessionRenewedUnderACallInFlight(t *testing.T) {
+	rs := newRestartingServer(t, false)
+	held := make(chan struct{})    // the call's POST reached the server
+	release := make(chan struct{}) // the POST may be answered
+	renewed := make(chan struct{}) // a GET came on a later session
+	var heldOnce, releaseOnce, renewedOnce sync.Once
+	releaseNow := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseNow()
+	rs.mu.Lock()
+	rs.intercept = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		sid := r.Header.Get("Mcp-Session-Id")
+		rs.mu.Lock()
+		first := len(rs.sessions) > 0 && sid == rs.sessions[0]
+		rs.mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && first && bytes.Contains(body, []byte(`"method":"tools/call"`)):
+			heldOnce.Do(func() { close(held) })
+			<-release
+			http.Error(w, "session not found", http.StatusNotFound)
+			return true
+		case r.Method == http.MethodGet && first:
+			// The first session's stream: once the call is in flight, the
+			// server says it forgot the session.
+			select {
+			case <-held:
+			case <-r.Context().Done():
+				return true
+			}
+			http.Error(w, "session not found", http.StatusNotFound)
+			return true
+		case r.Method == http.MethodGet && sid != "":
+			renewedOnce.Do(func() { close(renewed) })
+		}
+		return false
+	}
+	rs.mu.Unlock()
+	c := connect(t, Options{Name: "h", Config: &config.ServerConfig{URL: rs.srv.URL}, getDelay: time.Millisecond})
+	if c.Era() != EraLegacy {
+		t.Fatalf("Era() = %q, want a legacy session", c.Era())
+	}
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := c.CallTool(testCtx(t), "echo", nil, nil)
+		done <- answer{res, err}
+	}()
+	select {
+	case <-renewed: // the renewal has ended the requests it found in flight
+	case a := <-done:
+		t.Fatalf("the call ended before the renewal: %s, %v", a.res, a.err)
+	}
+	releaseNow()
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("call: %v", a.err)
+	}
+	if !bytes.Contains(a.res, []byte(`"ok"`)) {
+		t.Errorf("result %s", a.res)
+	}
+	if inits, _, _ := rs.counts(); inits != 2 {
+		t.Errorf("%d initialize requests, want 2 (the first session and its renewal)", inits)
+	}
 }
 
 func TestHTTPServerRestartReinitializesOnce(t *testing.T) {

@@ -37,6 +37,11 @@ type wire struct {
 	conn    mcp.Connection    // the current underlying connection
 	gen     uint32            // its generation: a renewed HTTP session is a later one
 	gens    uint32            // the last generation issued
+	// lostGen is the last generation a renewal failed (failGen), and
+	// lostErr what its requests ended with: every generation up to it is
+	// a session the server forgot.
+	lostGen uint32
+	lostErr error
 
 	// dispatchMu serializes the hand-off of messages that arrive on more
 	// than one goroutine (HTTP: go-sdk's connection and the legacy GET
@@ -60,6 +65,11 @@ type entry struct {
 	// connection: its result may ask for input (multi round-trip), and
 	// the call is then sent again from these.
 	started *ToolCall
+	// writing is set while send or sendAs writes the request: until the
+	// write returns, a session found forgotten is the sender's to handle
+	// (a POST the server answered 404 was never processed, and is sent
+	// again on the renewed session), not failGen's.
+	writing bool
 }
 
 // A CallReceiver gets the end of a call StartToolCall sent: an interface
@@ -200,11 +210,13 @@ func (w *wire) fail(cause error) {
 
 // failGen ends the requests sent on generation gen (an HTTP session the
 // server forgot) with err; the others stay.
+// A request still being written is left to its sender (written, send).
 func (w *wire) failGen(gen uint32, err error) {
 	w.mu.Lock()
+	w.lostGen, w.lostErr = max(w.lostGen, gen), err
 	var lost []entry
 	for id, e := range w.pending {
-		if e.gen == gen {
+		if e.gen <= gen && !e.writing {
 			lost = append(lost, e)
 			delete(w.pending, id)
 		}
@@ -213,6 +225,28 @@ func (w *wire) failGen(gen uint32, err error) {
 	for _, e := range lost {
 		e.done.CallEnded(nil, err)
 	}
+}
+
+// written notes that request id was written. A request written to a
+// session a renewal has failed meanwhile (failGen left it to its sender)
+// ends with that renewal's error: its answer would never come.
+func (w *wire) written(id int64) {
+	w.mu.Lock()
+	e, ok := w.pending[id]
+	if !ok {
+		w.mu.Unlock()
+		return // answered already
+	}
+	if e.gen > w.lostGen {
+		e.writing = false
+		w.pending[id] = e
+		w.mu.Unlock()
+		return
+	}
+	delete(w.pending, id)
+	err := w.lostErr
+	w.mu.Unlock()
+	e.done.CallEnded(nil, err)
 }
 
 // newID issues the next request id.
@@ -234,13 +268,14 @@ func jsonrpcID(n int64) jsonrpc.ID {
 func (w *wire) send(ctx context.Context, to *target, method string, params json.RawMessage, done CallReceiver) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		id := w.newID()
-		t, err := w.register(id, entry{done: done, method: method}, to)
+		t, err := w.register(id, entry{done: done, method: method, writing: true}, to)
 		if err != nil {
 			return 0, err
 		}
 		msg := &jsonrpc.Request{ID: jsonrpcID(id), Method: method, Params: params}
 		err = t.conn.Write(ctx, msg)
 		if err == nil {
+			w.written(id)
 			return id, nil
 		}
 		if !w.forget(id) {
@@ -256,7 +291,7 @@ func (w *wire) send(ctx context.Context, to *target, method string, params json.
 // sendAs sends a request with the id given (issued by newID), whose
 // answer goes to done, on the current connection.
 func (w *wire) sendAs(ctx context.Context, id int64, method string, params json.RawMessage, done CallReceiver) error {
-	t, err := w.register(id, entry{done: done, method: method}, nil)
+	t, err := w.register(id, entry{done: done, method: method, writing: true}, nil)
 	if err != nil {
 		return err
 	}
@@ -266,6 +301,7 @@ func (w *wire) sendAs(ctx context.Context, id int64, method string, params json.
 		}
 		return w.c.writeError(ctx, method, err)
 	}
+	w.written(id)
 	return nil
 }
 

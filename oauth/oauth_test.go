@@ -130,6 +130,8 @@ func TestCodeFlowWithPKCEStoresTokenPrivately(t *testing.T) {
 	if diff := cmp.Diff(oauthtest.Counts{Registrations: 1, Authorizations: 1, CodeExchanges: 1}, got); diff != "" {
 		t.Errorf("authorization server counts (-want +got):\n%s", diff)
 	}
+	// OnAuthorized runs after the flow's waiters are released: wait for it.
+	<-e.authorizedCh
 	if presented.Load() != 1 || e.authorized.Load() != 1 {
 		t.Errorf("presented %d times, OnAuthorized %d times; want 1 and 1", presented.Load(), e.authorized.Load())
 	}
@@ -188,9 +190,13 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 func TestTokenUsedUntilExpiryWhileRefreshFails(t *testing.T) {
 	e := newEnv(t, oauthtest.Config{AccessTTL: time.Hour}, oauthtest.ServerConfig{})
 	var tries atomic.Int32
+	// down is set by the test once the authorization has completed, not
+	// by OnAuthorized: that callback runs after the flow's waiters are
+	// released, so a refresh could otherwise come first.
+	var down atomic.Bool
 	e.m.opts.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if r.URL.Path == "/token" && r.Method == http.MethodPost && e.authorized.Load() > 0 {
-			tries.Add(1) // the authorization server is down from now on
+		if r.URL.Path == "/token" && r.Method == http.MethodPost && down.Load() {
+			tries.Add(1)
 			return nil, errors.New("connection refused")
 		}
 		return http.DefaultTransport.RoundTrip(r)
@@ -198,6 +204,7 @@ func TestTokenUsedUntilExpiryWhileRefreshFails(t *testing.T) {
 	s, _ := e.connectBrowsing(t)
 	echo(t, s, "echo", "one")
 	first := e.server.Tokens()[len(e.server.Tokens())-1]
+	down.Store(true) // the authorization server is down from now on
 
 	e.clock.Advance(time.Hour - RefreshBefore/2) // due, not expired
 	echo(t, s, "echo", "two")
