@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -59,6 +60,53 @@ func TestListChangedOfPromptsAndResources(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListChangedStormPaced: a server that sends notifications/prompts/list_changed
+// ten thousand times in half a second does not flood the host: changes
+// that wait are merged, and mcp/listChanged goes out at most at its pace
+// (docs/protocol.md, "Limits": a burst of 200, then 50/s), counted from
+// before the storm began, so the bound holds on a machine of any speed.
+// The resources list is changed after it, and its notice is the last.
+func TestListChangedStormPaced(t *testing.T) {
+	h := newHarness(t)
+	h.initialize(map[string]*config.ServerConfig{"s": fixture.Config("s", fixture.Spec{
+		Prompts: []fixture.PromptSpec{{Name: "greet"}},
+		Tools:   []fixture.ToolSpec{tool("storm", fixture.BehaviorToolsChanged)},
+	})}, nil)
+	open := h.open(map[string]any{"startup": "eager"})
+	h.waitComplete(open.SessionID, 0)
+	since := len(h.notifications())
+	began := time.Now()
+	res, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__storm", "arguments": map[string]any{"list": "prompts", "perMs": 20, "ms": 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One resources/list_changed after the storm: the queue sends in the
+	// order of first waiting, so when its notice has come, the prompts
+	// changes before it have been announced.
+	if _, err := h.callTool(map[string]any{"sessionId": open.SessionID, "name": "mcp__s__storm", "arguments": map[string]any{"list": "resources", "perMs": 1, "ms": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForSince(since, "mcp/listChanged resources", func(n hostclient.Notification) bool {
+		var p protocol.ListChangedParams
+		return n.Method == protocol.NotifyListChanged && json.Unmarshal(n.Params, &p) == nil && p.List == protocol.ListResources
+	})
+	var got int
+	for _, n := range h.notifications()[since:] {
+		var p protocol.ListChangedParams
+		if n.Method == protocol.NotifyListChanged && json.Unmarshal(n.Params, &p) == nil && p.List == protocol.ListPrompts {
+			got++
+		}
+	}
+	if got == 0 {
+		t.Fatal("no mcp/listChanged of prompts for the storm")
+	}
+	const burst, perSecond = 200, 50
+	bound := burst + int(perSecond*time.Since(began).Seconds()) + 1
+	if got > bound {
+		t.Errorf("%d mcp/listChanged for a storm (%s), want at most %d", got, res, bound)
 	}
 }
 
