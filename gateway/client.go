@@ -108,9 +108,19 @@ func (c *client) toolsChanged() {
 // dormant one at first use) may have resources and prompts the client's
 // listings left out.
 func (c *client) serverStarted() {
+	c.resourcesChanged()
+	c.promptsChanged()
+}
+
+// resourcesChanged sends the client notifications/resources/list_changed.
+func (c *client) resourcesChanged() {
 	c.server.AddResource(refreshResource, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return nil, mcp.ResourceNotFoundError(refreshResource.URI)
 	})
+}
+
+// promptsChanged sends the client notifications/prompts/list_changed.
+func (c *client) promptsChanged() {
 	c.server.AddPrompt(refreshPrompt, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
 	})
@@ -227,6 +237,19 @@ func (c *client) notification(n hostclient.Notification) {
 		var p protocol.StartupStatusParams
 		if json.Unmarshal(n.Params, &p) == nil && p.Status == protocol.StatusReady {
 			c.serverStarted()
+		}
+	case protocol.NotifyListChanged:
+		// A server's own list_changed: the merged listings the client
+		// has are out of date as well.
+		var p protocol.ListChangedParams
+		if json.Unmarshal(n.Params, &p) != nil {
+			return
+		}
+		switch p.List {
+		case protocol.ListPrompts:
+			c.promptsChanged()
+		case protocol.ListResources:
+			c.resourcesChanged()
 		}
 	case protocol.NotifyLog:
 		var p protocol.LogParams

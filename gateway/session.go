@@ -291,9 +291,9 @@ func lastCapable(fs []*flight, capable func(*mcp.ServerSession) bool) *flight {
 }
 
 // notification handles one host notification of the session, on the
-// host's read loop: the catalog's changes go to every client, a
-// resource's update to its subscribers, an elicitation's completion to
-// the client that was asked.
+// host's read loop: the catalog's changes and a server's changes of its
+// prompts or resources go to every client, a resource's update to its
+// subscribers, an elicitation's completion to the client that was asked.
 func (h *hostSession) notification(n hostclient.Notification) {
 	switch n.Method {
 	case protocol.NotifyResourceUpdated:

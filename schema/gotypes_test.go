@@ -462,6 +462,7 @@ func TestSchemaMatchesGoConstants(t *testing.T) {
 		{"catalog sources (Catalog*)", byPrefix("Catalog"), enum("ServerCatalog", "catalog")},
 		{"startup statuses (Status*)", byPrefix("Status"), enum("StartupStatusParams", "status")},
 		{"toolsChanged reasons (Reason*)", byPrefix("Reason"), enum("ToolsChangedParams", "reason")},
+		{"listChanged lists (List*)", byPrefix("List"), enum("ListChangedParams", "list")},
 	} {
 		if diff := cmp.Diff(c.inGo, c.inSchema); diff != "" {
 			t.Errorf("%s (-Go +schema):\n%s", c.what, diff)

@@ -59,6 +59,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 	sc.mu.Lock()
 	sc.skipped, sc.firstSkipped = 0, ""
 	sc.mu.Unlock()
+	// The host hears of the connection's prompts and resources changes
+	// through a queue of their own (listnotices.go).
+	lists := newListQueue(sc)
 	opts.Handlers = mcpclient.Handlers{
 		Progress: func(p *mcp.ProgressNotificationParams) {
 			sc.mu.Lock()
@@ -113,7 +116,9 @@ func (sc *serverConn) clientOptions() mcpclient.Options {
 			sc.mu.Lock()
 			sc.resourceGen++
 			sc.mu.Unlock()
+			lists.add(protocol.ListResources)
 		},
+		PromptListChanged: func() { lists.add(protocol.ListPrompts) },
 	}
 	if env.hostCaps.Elicitation.Any() {
 		opts.Handlers.Elicit = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {

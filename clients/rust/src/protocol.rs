@@ -3144,6 +3144,60 @@ pub struct ResourceUpdatedParams {
     pub uri: String,
 }
 
+/// The list that changed: prompts (prompts/list), or resources (resources/list and resources/templates/list).
+/// Values a later version adds parse as `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ListChangedParamsList {
+    /// `prompts`
+    Prompts,
+    /// `resources`
+    Resources,
+    Other(String),
+}
+
+impl ListChangedParamsList {
+    /// The value as it goes on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ListChangedParamsList::Prompts => "prompts",
+            ListChangedParamsList::Resources => "resources",
+            ListChangedParamsList::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ListChangedParamsList {
+    fn from(s: &str) -> Self {
+        match s {
+            "prompts" => ListChangedParamsList::Prompts,
+            "resources" => ListChangedParamsList::Resources,
+            other => ListChangedParamsList::Other(other.to_string()),
+        }
+    }
+}
+
+impl Serialize for ListChangedParamsList {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ListChangedParamsList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Ok(ListChangedParamsList::from(s.as_str()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListChangedParams {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    pub server: String,
+    /// The list that changed: prompts (prompts/list), or resources (resources/list and resources/templates/list).
+    pub list: ListChangedParamsList,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskParams {
     /// The session, as session/open returned it.
@@ -3696,6 +3750,8 @@ pub enum Notification {
     ElicitationComplete(ElicitationCompleteParams),
     /// A subscribed resource of a server changed (notifications/resources/updated).
     ResourceUpdated(ResourceUpdatedParams),
+    /// A server's prompts or resources changed (notifications/prompts/list_changed, notifications/resources/list_changed): list them again.
+    ListChanged(ListChangedParams),
     /// A server's task changed state (notifications/tasks/status).
     TaskStatus(TaskStatusParams),
     Other { method: String, params: Value },
@@ -3713,6 +3769,7 @@ impl Notification {
             "$/cancelRequest" => Notification::CancelRequest(serde_json::from_value(params)?),
             "mcp/elicitationComplete" => Notification::ElicitationComplete(serde_json::from_value(params)?),
             "mcp/resourceUpdated" => Notification::ResourceUpdated(serde_json::from_value(params)?),
+            "mcp/listChanged" => Notification::ListChanged(serde_json::from_value(params)?),
             "mcp/taskStatus" => Notification::TaskStatus(serde_json::from_value(params)?),
             _ => Notification::Other { method: method.to_string(), params },
         })
@@ -3856,6 +3913,7 @@ pub fn decode(direction: &str, kind: &str, method: &str, text: &str) -> Option<R
         ("sidecarToHost", "notification", "$/cancelRequest") => d::<CancelParams>(text),
         ("sidecarToHost", "notification", "mcp/elicitationComplete") => d::<ElicitationCompleteParams>(text),
         ("sidecarToHost", "notification", "mcp/resourceUpdated") => d::<ResourceUpdatedParams>(text),
+        ("sidecarToHost", "notification", "mcp/listChanged") => d::<ListChangedParams>(text),
         ("sidecarToHost", "notification", "mcp/taskStatus") => d::<TaskStatusParams>(text),
         _ => return None,
     })

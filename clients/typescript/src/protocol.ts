@@ -907,6 +907,13 @@ export interface ResourceUpdatedParams {
   uri: string;
 }
 
+export interface ListChangedParams {
+  sessionId: string;
+  server: string;
+  /** The list that changed: prompts (prompts/list), or resources (resources/list and resources/templates/list). */
+  list: "prompts" | "resources";
+}
+
 export interface TaskParams {
   /** The session, as session/open returned it. */
   sessionId: string;
@@ -1240,6 +1247,8 @@ export interface SidecarNotificationMap {
   "mcp/elicitationComplete": ElicitationCompleteParams;
   /** A subscribed resource of a server changed (notifications/resources/updated). */
   "mcp/resourceUpdated": ResourceUpdatedParams;
+  /** A server's prompts or resources changed (notifications/prompts/list_changed, notifications/resources/list_changed): list them again. */
+  "mcp/listChanged": ListChangedParams;
   /** A server's task changed state (notifications/tasks/status). */
   "mcp/taskStatus": TaskStatusParams;
 }
