@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,6 +18,9 @@ type HTTPOptions struct {
 	// (Authorization: Bearer TOKEN). A gateway listening on an address
 	// other than loopback needs one: the CLI refuses to start without.
 	Token string
+
+	// now is the clock of idle sessions (idle.go); time.Now when nil.
+	now func() time.Time
 }
 
 // Handler serves MCP over Streamable HTTP at /mcp. Every client, of
@@ -32,6 +36,9 @@ type HTTPOptions struct {
 // (a browser tab reaching a local server), when their Host is not a
 // loopback name while the connection came to a loopback address (DNS
 // rebinding; go-sdk's check), or without the token.
+//
+// A legacy session with no request open for an hour is closed: clients
+// often leave without DELETE (idle.go).
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	host := g.newHostSession(true)
 	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
@@ -46,20 +53,43 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	host.attach(shared, "")
 	sessionless := g.paramHeaders(shared, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shared.server },
 		&mcp.StreamableHTTPOptions{Logger: g.logger, Stateless: true, PropagateRequestCancellation: true}))
+	now := opts.now
+	if now == nil {
+		now = time.Now
+	}
+	idle := newIdleSessions(sessionIdle, now, func(id string) {
+		// As a DELETE would: the client's calls end first (it has none
+		// open), then go-sdk forgets the session.
+		if c := host.clientOf(id); c != nil {
+			c.close(context.Background())
+			if ss := c.session(); ss != nil {
+				ss.Close()
+			}
+		}
+	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
 			sessionless.ServeHTTP(w, r)
 			return
 		}
+		id := r.Header.Get(sessionIDHeader)
 		if r.Method == http.MethodDelete {
 			// go-sdk closes the session once its requests in flight have
 			// returned: the client's calls end first, cancelled, so that
 			// a client leaving mid-call does not wait for them, nor keep
 			// them running at the servers.
-			if c := host.clientOf(r.Header.Get("Mcp-Session-Id")); c != nil {
+			if c := host.clientOf(id); c != nil {
 				c.close(context.WithoutCancel(r.Context()))
 			}
+		}
+		idle.begin(id)
+		if id == "" {
+			n := &sessionNoter{ResponseWriter: w, s: idle}
+			w = n
+			defer func() { idle.end(n.id, false) }()
+		} else {
+			defer idle.end(id, r.Method == http.MethodDelete)
 		}
 		sessions.ServeHTTP(w, r)
 	}))

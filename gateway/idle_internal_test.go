@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
+)
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestIdleSessionsCount: a session is closed once it has had no request
+// open for the idle time, at the first sweep after (sweeps come at most
+// every idle/8); a request or stream open keeps it, a request on it
+// starts its idle time over, ids nobody gave out are not tracked, and a
+// DELETE forgets the session.
+func TestIdleSessionsCount(t *testing.T) {
+	const idle = 80 * time.Minute
+	clk := &testClock{t: time.Unix(1e9, 0)}
+	var closed []string
+	s := newIdleSessions(idle, clk.now, func(id string) { closed = append(closed, id) })
+	step := func(what string, want ...string) {
+		t.Helper()
+		if diff := cmp.Diff(want, closed); diff != "" {
+			t.Errorf("%s: sessions closed (-want +got):\n%s", what, diff)
+		}
+		closed = nil
+	}
+	for _, id := range []string{"quiet", "streaming", "returning", "deleted"} {
+		s.begin("")
+		s.given(id)
+		s.end(id, false)
+	}
+	s.begin("streaming") // its GET stream, open from here on
+	s.begin("unknown")   // an id nobody gave out
+	s.end("unknown", false)
+	s.begin("deleted")
+	s.end("deleted", true)
+
+	clk.advance(idle - time.Minute)
+	s.begin("returning")
+	s.end("returning", false)
+	step("idle for less than the idle time")
+
+	clk.advance(idle / 8)
+	s.begin("")
+	step("idle for longer", "quiet")
+
+	clk.advance(time.Minute)
+	s.begin("")
+	step("within idle/8 of the last sweep")
+
+	clk.advance(idle)
+	s.begin("")
+	step("the stream open, and the returning session idle for long", "returning")
+
+	s.end("streaming", false) // the stream ends
+	clk.advance(idle)
+	s.begin("streaming") // a request of its own keeps it
+	s.end("streaming", false)
+	step("the session's own request")
+
+	clk.advance(idle)
+	s.begin("")
+	step("after its stream and its request", "streaming")
+}
+
+// TestIdleSessionClosedAtGateway: over HTTP, a legacy client that holds
+// nothing open for an hour loses its session (404, as after a DELETE),
+// while one that holds its GET stream keeps it.
+func TestIdleSessionClosedAtGateway(t *testing.T) {
+	ctx := context.Background()
+	g, err := Start(ctx, Options{
+		Initialize: map[string]any{"servers": map[string]any{}, "cacheDir": t.TempDir(), "credentialsDir": filepath.Join(t.TempDir(), "credentials")},
+		Sidecar:    sidecar.Options{Version: "test", Env: os.LookupEnv},
+		Cwd:        t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(ctx) })
+	clk := &testClock{t: time.Unix(1e9, 0)}
+	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.now}))
+	t.Cleanup(srv.Close)
+
+	streaming, quiet := legacySession(t, srv.URL), legacySession(t, srv.URL)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(sessionIDHeader, streaming)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	stream, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %s", stream.Status)
+	}
+
+	clk.advance(sessionIdle)
+	for _, tc := range []struct {
+		name, session string
+		want          int
+	}{
+		{"the client with its stream open", streaming, http.StatusOK},
+		{"the client that held nothing", quiet, http.StatusNotFound},
+	} {
+		if got := postPing(t, srv.URL, tc.session); got != tc.want {
+			t.Errorf("ping of %s after an hour: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// legacySession opens a 2025-11-25 session over raw HTTP, as a client
+// that will leave without DELETE, and returns its id.
+func legacySession(t *testing.T, url string) string {
+	t.Helper()
+	resp := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || id == "" || !strings.Contains(string(body), `"protocolVersion"`) {
+		t.Fatalf("initialize: %s, session %q: %s", resp.Status, id, body)
+	}
+	resp = post(t, url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %s", resp.Status)
+	}
+	return id
+}
+
+func postPing(t *testing.T, url, session string) int {
+	t.Helper()
+	resp := post(t, url, session, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func post(t *testing.T, url, session, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(sessionIDHeader, session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
