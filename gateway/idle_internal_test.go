@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -139,7 +140,7 @@ func TestIdleSessionClosedAtGateway(t *testing.T) {
 
 // legacySession opens a 2025-11-25 session over raw HTTP, as a client
 // that will leave without DELETE, and returns its id.
-func legacySession(t *testing.T, url string) string {
+func legacySession(t testing.TB, url string) string {
 	t.Helper()
 	resp := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`)
 	body, _ := io.ReadAll(resp.Body)
@@ -164,9 +165,9 @@ func postPing(t *testing.T, url, session string) int {
 	return resp.StatusCode
 }
 
-func post(t *testing.T, url, session, body string) *http.Response {
+func post(t testing.TB, url, session, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if session != "" {
@@ -178,4 +179,48 @@ func post(t *testing.T, url, session, body string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// BenchmarkSessionsLeftBehind measures what a legacy client that leaves
+// without DELETE leaves in the daemon (heap and goroutines per session),
+// and what stays once the sweep has closed those sessions.
+//
+//	go test -run '^$' -bench SessionsLeftBehind -benchtime 1000x ./gateway/
+func BenchmarkSessionsLeftBehind(b *testing.B) {
+	ctx := context.Background()
+	g, err := Start(ctx, Options{
+		Initialize: map[string]any{"servers": map[string]any{}, "cacheDir": b.TempDir(), "credentialsDir": filepath.Join(b.TempDir(), "credentials")},
+		Sidecar:    sidecar.Options{Version: "test", Env: os.LookupEnv},
+		Cwd:        b.TempDir(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close(ctx)
+	clk := &testClock{t: time.Unix(1e9, 0)}
+	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.now}))
+	defer srv.Close()
+	legacySession(b, srv.URL) // the host session opens
+	heap := func() (uint64, int) {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc, runtime.NumGoroutine()
+	}
+	h0, g0 := heap()
+	b.ResetTimer()
+	for range b.N {
+		legacySession(b, srv.URL)
+	}
+	b.StopTimer()
+	h1, g1 := heap()
+	clk.advance(sessionIdle)
+	legacySession(b, srv.URL) // sweeps
+	h2, g2 := heap()
+	n := float64(b.N)
+	b.ReportMetric((float64(h1)-float64(h0))/n/1024, "KiB/session-left")
+	b.ReportMetric(float64(g1-g0)/n, "goroutines/session-left")
+	b.ReportMetric((float64(h2)-float64(h0))/n/1024, "KiB/session-swept")
+	b.ReportMetric(float64(g2-g0)/n, "goroutines/session-swept")
 }
