@@ -1,10 +1,7 @@
 package sidecar
 
 import (
-	"context"
 	"fmt"
-
-	"golang.org/x/time/rate"
 
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
@@ -18,23 +15,13 @@ import (
 // pace. With two keys its bound on waiting entries is never reached.
 
 // newListQueue is the queue of the list changes of one connection of sc.
-// Its sender is a goroutine of the session, as the update queue's.
 func newListQueue(sc *serverConn) *updateQueue {
 	sess, srv := sc.sess, sc.sess.srv
-	return &updateQueue{
-		lim:   rate.NewLimiter(updatesPerSecond, updateBurst),
-		now:   srv.now,
-		sleep: sleepCtx,
-		start: func(sender func(context.Context)) bool {
-			return sess.track(func() { sender(sess.ctx) })
-		},
-		send: func(list string) {
+	return newSessionQueue(sc,
+		func(list string) {
 			srv.notify(protocol.NotifyListChanged, protocol.ListChangedParams{SessionID: sess.id, Server: sc.name, List: list})
 		},
-		dropped: func(n int) {
+		func(n int) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf("%d list changes of server %q dropped", n, sc.name))
-		},
-		queued:  func(string) {},
-		isQueue: map[string]bool{},
-	}
+		})
 }

@@ -51,8 +51,10 @@ type updateQueue struct {
 	sending bool            // a sender runs
 }
 
-// newUpdateQueue is the update queue of sc.
-func newUpdateQueue(sc *serverConn) *updateQueue {
+// newSessionQueue is a queue of sc's whose sender is a goroutine of the
+// session, paced at updatesPerSecond after updateBurst: the update queue
+// and the list-change queue (listnotices.go) differ only in what they send.
+func newSessionQueue(sc *serverConn, send func(key string), dropped func(n int)) *updateQueue {
 	sess, srv := sc.sess, sc.sess.srv
 	return &updateQueue{
 		lim:   rate.NewLimiter(updatesPerSecond, updateBurst),
@@ -61,7 +63,18 @@ func newUpdateQueue(sc *serverConn) *updateQueue {
 		start: func(sender func(context.Context)) bool {
 			return sess.track(func() { sender(sess.ctx) })
 		},
-		send: func(uri string) {
+		send:    send,
+		dropped: dropped,
+		queued:  func(string) {},
+		isQueue: map[string]bool{},
+	}
+}
+
+// newUpdateQueue is the update queue of sc.
+func newUpdateQueue(sc *serverConn) *updateQueue {
+	sess, srv := sc.sess, sc.sess.srv
+	q := newSessionQueue(sc,
+		func(uri string) {
 			if f := srv.hook().resourceUpdateSending; f != nil {
 				f(sess.id, sc.name, uri)
 			}
@@ -72,18 +85,17 @@ func newUpdateQueue(sc *serverConn) *updateQueue {
 				srv.notify(protocol.NotifyResourceUpdated, protocol.ResourceUpdatedParams{SessionID: sess.id, Server: sc.name, URI: uri})
 			}
 		},
-		dropped: func(n int) {
+		func(n int) {
 			srv.logServer(sess.id, sc.name, "warning", fmt.Sprintf(
 				"%d resource updates of server %q dropped: %d resources already waited to be announced (mcp/resourceUpdated is sent at most %d/s)",
 				n, sc.name, maxWaitingUpdates, updatesPerSecond))
-		},
-		queued: func(uri string) {
-			if f := srv.hook().resourceUpdateQueued; f != nil {
-				f(sess.id, sc.name, uri)
-			}
-		},
-		isQueue: map[string]bool{},
+		})
+	q.queued = func(uri string) {
+		if f := srv.hook().resourceUpdateQueued; f != nil {
+			f(sess.id, sc.name, uri)
+		}
 	}
+	return q
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
