@@ -9,32 +9,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
-
-// testClock is a clock the test moves.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // TestIdleSessionsCount: a session is closed once it has had no request
 // open for the idle time, at the first sweep after (sweeps come at most
@@ -43,9 +25,9 @@ func (c *testClock) advance(d time.Duration) {
 // DELETE forgets the session.
 func TestIdleSessionsCount(t *testing.T) {
 	const idle = 80 * time.Minute
-	clk := &testClock{t: time.Unix(1e9, 0)}
+	clk := testclock.New(time.Unix(1e9, 0))
 	var closed []string
-	s := newIdleSessions(idle, clk.now, func(id string) { closed = append(closed, id) })
+	s := newIdleSessions(idle, clk.Now, func(id string) { closed = append(closed, id) })
 	step := func(what string, want ...string) {
 		t.Helper()
 		if diff := cmp.Diff(want, closed); diff != "" {
@@ -64,30 +46,30 @@ func TestIdleSessionsCount(t *testing.T) {
 	s.begin("deleted")
 	s.end("deleted", true)
 
-	clk.advance(idle - time.Minute)
+	clk.Advance(idle - time.Minute)
 	s.begin("returning")
 	s.end("returning", false)
 	step("idle for less than the idle time")
 
-	clk.advance(idle / 8)
+	clk.Advance(idle / 8)
 	s.begin("")
 	step("idle for longer", "quiet")
 
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	s.begin("")
 	step("within idle/8 of the last sweep")
 
-	clk.advance(idle)
+	clk.Advance(idle)
 	s.begin("")
 	step("the stream open, and the returning session idle for long", "returning")
 
 	s.end("streaming", false) // the stream ends
-	clk.advance(idle)
+	clk.Advance(idle)
 	s.begin("streaming") // a request of its own keeps it
 	s.end("streaming", false)
 	step("the session's own request")
 
-	clk.advance(idle)
+	clk.Advance(idle)
 	s.begin("")
 	step("after its stream and its request", "streaming")
 }
@@ -106,8 +88,8 @@ func TestIdleSessionClosedAtGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(ctx) })
-	clk := &testClock{t: time.Unix(1e9, 0)}
-	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.now}))
+	clk := testclock.New(time.Unix(1e9, 0))
+	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.Now}))
 	t.Cleanup(srv.Close)
 
 	streaming, quiet := legacySession(t, srv.URL), legacySession(t, srv.URL)
@@ -124,7 +106,7 @@ func TestIdleSessionClosedAtGateway(t *testing.T) {
 		t.Fatalf("GET stream: %s", stream.Status)
 	}
 
-	clk.advance(sessionIdle)
+	clk.Advance(sessionIdle)
 	for _, tc := range []struct {
 		name, session string
 		want          int
@@ -197,8 +179,8 @@ func BenchmarkSessionsLeftBehind(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close(ctx)
-	clk := &testClock{t: time.Unix(1e9, 0)}
-	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.now}))
+	clk := testclock.New(time.Unix(1e9, 0))
+	srv := httptest.NewServer(g.Handler(HTTPOptions{now: clk.Now}))
 	defer srv.Close()
 	legacySession(b, srv.URL) // the host session opens
 	heap := func() (uint64, int) {
@@ -215,7 +197,7 @@ func BenchmarkSessionsLeftBehind(b *testing.B) {
 	}
 	b.StopTimer()
 	h1, g1 := heap()
-	clk.advance(sessionIdle)
+	clk.Advance(sessionIdle)
 	legacySession(b, srv.URL) // sweeps
 	h2, g2 := heap()
 	n := float64(b.N)

@@ -18,33 +18,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 )
 
-// clock is an injectable clock for token expiry.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newClock is the clock of token expiry.
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
 }
 
 type env struct {
 	t      *testing.T
 	as     *oauthtest.AuthServer
 	server *oauthtest.Server
-	clock  *clock
+	clock  *testclock.Clock
 	store  *Store
 	m      *Manager
 	srv    Server

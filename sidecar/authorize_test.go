@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/oauthtest"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 	"github.com/mcp-sidecar/mcp-sidecar/oauth"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
@@ -32,7 +33,7 @@ type oauthSetup struct {
 	as       *oauthtest.AuthServer
 	server   *oauthtest.Server
 	h        *harness
-	clock    *fakeClock
+	clock    *testclock.Clock
 	credsDir string
 
 	mu        sync.Mutex

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -122,7 +123,7 @@ func (s signals) wait(t *testing.T, n int, what string) {
 // refreshes joined.
 type refreshHarness struct {
 	*harness
-	clock    *fakeClock
+	clock    *testclock.Clock
 	notified signals // a background refresher was woken: a notification was recorded
 	joined   signals // a caller waits for another's refresh
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/process/reaper"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 	"github.com/mcp-sidecar/mcp-sidecar/mcpclient"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
@@ -104,7 +105,7 @@ func TestCrashAnswersEveryInFlightCallAtOnce(t *testing.T) {
 
 // newClockHarness is a harness whose sidecar runs restart backoff (and
 // the other timed policies) on a clock the test moves.
-func newClockHarness(t *testing.T) (*harness, *fakeClock) {
+func newClockHarness(t *testing.T) (*harness, *testclock.Clock) {
 	t.Helper()
 	clock := newFakeClock()
 	return newHookedHarness(t, sidecar.Hooks{Now: clock.Now}), clock
@@ -152,7 +153,7 @@ func TestRestartBackoffDoubles(t *testing.T) {
 
 // callAfterBackoff calls c's echo tool, moving the clock past the backoff
 // the refusal announces, and returns that backoff.
-func callAfterBackoff(t *testing.T, h *harness, clock *fakeClock, sid string) time.Duration {
+func callAfterBackoff(t *testing.T, h *harness, clock *testclock.Clock, sid string) time.Duration {
 	t.Helper()
 	var waited time.Duration
 	for range 2 {

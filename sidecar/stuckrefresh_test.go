@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-sidecar/mcp-sidecar/config"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/hostclient"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/fixture"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/testing/testclock"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 	"github.com/mcp-sidecar/mcp-sidecar/sidecar"
 )
@@ -24,7 +25,7 @@ import (
 // refreshes started (with the function that times each out) and joined.
 type stuckHarness struct {
 	*harness
-	clock    *fakeClock
+	clock    *testclock.Clock
 	notified signals
 	joined   signals
 	expire   chan func()
