@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/ctxsleep"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
 
@@ -114,7 +115,7 @@ func (c *Conn) getStream(ctx context.Context, conn mcp.Connection, gen uint32) {
 		if retry > 0 {
 			delay = retry
 		}
-		if sleepCtx(ctx, delay) != nil {
+		if ctxsleep.Sleep(ctx, delay) != nil {
 			return
 		}
 		delay = min(delay*3/2, getMaxDelay)

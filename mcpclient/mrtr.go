@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/internal/inputrounds"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
@@ -261,17 +260,6 @@ func (c *Conn) moreRounds(ctx context.Context, method string, params, res json.R
 		if res, err = send(ctx, retry); err != nil {
 			return nil, err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

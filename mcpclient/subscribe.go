@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/ctxsleep"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/jsonscan"
 	"github.com/mcp-sidecar/mcp-sidecar/internal/peerlog"
 )
@@ -248,7 +249,7 @@ func (l *listener) reopenLater() {
 	l.delay = min(2*l.delay, listenMaxDelay)
 	l.mu.Unlock()
 	c.w.goBG(func() {
-		if sleepCtx(c.life, d) != nil {
+		if ctxsleep.Sleep(c.life, d) != nil {
 			return
 		}
 		l.mu.Lock()

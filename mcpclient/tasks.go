@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-sidecar/mcp-sidecar/config"
+	"github.com/mcp-sidecar/mcp-sidecar/internal/ctxsleep"
 )
 
 // Tasks. A legacy server (2025-11-25) takes tools/call's task parameter and
@@ -143,7 +144,7 @@ func (c *Conn) taskResult(ctx context.Context, params json.RawMessage) (json.Raw
 		if t.PollIntervalMs != nil {
 			wait = min(max(time.Duration(*t.PollIntervalMs)*time.Millisecond, minPoll), maxPoll)
 		}
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := ctxsleep.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-sidecar/mcp-sidecar/internal/ctxsleep"
 	"github.com/mcp-sidecar/mcp-sidecar/protocol"
 )
 
@@ -59,7 +60,7 @@ func newSessionQueue(sc *serverConn, send func(key string), dropped func(n int))
 	return &updateQueue{
 		lim:   rate.NewLimiter(updatesPerSecond, updateBurst),
 		now:   srv.now,
-		sleep: sleepCtx,
+		sleep: ctxsleep.Sleep,
 		start: func(sender func(context.Context)) bool {
 			return sess.track(func() { sender(sess.ctx) })
 		},
@@ -96,17 +97,6 @@ func newUpdateQueue(sc *serverConn) *updateQueue {
 		}
 	}
 	return q
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // add queues an update of uri (or merges it into the one waiting) and

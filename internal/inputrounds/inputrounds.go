@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/mcp-sidecar/mcp-sidecar/internal/ctxsleep"
 )
 
 // Bounds of the rounds of one request: requests in all, and answers that
@@ -52,12 +54,5 @@ func (b *Bound) Next(ctx context.Context, asked int) error {
 	if pause <= 0 {
 		pause = Pause
 	}
-	t := time.NewTimer(time.Duration(b.shedding) * pause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, time.Duration(b.shedding)*pause)
 }
